@@ -1,0 +1,36 @@
+/* memlib: the simulated heap the lab policies grow with mem_sbrk.
+ *
+ * One region is reserved up front (address space only; pages are committed by
+ * the kernel on first touch), so a large cap costs nothing until used. The
+ * break only moves inside that region. Names and semantics follow the CS:APP
+ * malloc-lab memlib, so a lab policy compiles unchanged inside a handout. */
+#ifndef TESSERA_LAB_MEMLIB_H
+#define TESSERA_LAB_MEMLIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MEM_DEFAULT_CAP ((size_t)128 << 20) /* 128 MiB; the classic lab used 20 MB */
+
+/* Reserve a heap of at most cap bytes (0 = MEM_DEFAULT_CAP). Calling it again
+ * releases the previous heap first. Returns 0, or -1 with errno set. */
+int mem_init_cap(size_t cap);
+/* The handout's name for mem_init_cap(MEM_DEFAULT_CAP); aborts on failure as
+ * the handout does. */
+void mem_init(void);
+void mem_deinit(void);
+
+/* Grow the break by incr bytes and return the old break. A negative incr, or
+ * one past the cap, returns (void *)-1 with errno = ENOMEM and leaves the
+ * break where it was. */
+void *mem_sbrk(intptr_t incr);
+
+void mem_reset_brk(void);        /* empty the heap: break back to the start */
+void *mem_heap_lo(void);         /* first byte of the heap */
+void *mem_heap_hi(void);         /* last byte of the heap (break - 1) */
+size_t mem_heapsize(void);       /* break - start */
+size_t mem_pagesize(void);       /* the OS page size, asked at run time */
+size_t mem_cap(void);            /* the configured cap */
+size_t mem_sbrk_calls(void);     /* successful mem_sbrk calls since the last reset */
+
+#endif
