@@ -1,0 +1,16 @@
+/* policy_families: the lab_policy_t objects each lab/policy_<family>.c file
+ * exports, declared once for policy_registry.c (which orders them) and for
+ * the handout adapter (which picks one by symbol). Adding a policy is one
+ * line here, its definition in the family file, and one line in the
+ * registry. */
+#ifndef TESSERA_LAB_POLICY_FAMILIES_H
+#define TESSERA_LAB_POLICY_FAMILIES_H
+
+#include "policy.h"
+
+/* policy_implicit.c */
+extern const lab_policy_t lab_policy_implicit_first;
+extern const lab_policy_t lab_policy_implicit_next;
+extern const lab_policy_t lab_policy_implicit_best;
+
+#endif
