@@ -1,0 +1,196 @@
+/* fit_api.c — the public functions of my_malloc.h: which arena serves which
+ * call, the naive/fast switch, the thread heaps of ts_malloc_nolock, and the
+ * segment accounting.
+ *
+ * Arenas: one for ff_, one for bf_, one behind a mutex for ts_malloc_lock,
+ * and FIT_MAX_THREAD_ARENAS for ts_malloc_nolock, claimed by a thread on its
+ * first call and handed back when it exits (a pthread key destructor), so
+ * thread churn reuses heaps instead of leaking them. All arena state is static:
+ * nothing here allocates. Every block header names its arena, so every free
+ * function can route any block home; a block freed by a thread that does not
+ * own its heap is pushed on the owner's lock-free remote_frees stack and
+ * coalesced by the owner on its next ts_malloc_nolock. A thread that finds no
+ * free thread arena (more than FIT_MAX_THREAD_ARENAS alive) falls back to the
+ * locked arena.
+ *
+ * The remote path reads only the header's owner field, which nobody writes
+ * while the block is allocated; the owner may be rewriting the neighbouring
+ * fields (prev_units, the FIT_LAST flag) at the same time.
+ */
+#include "my_malloc.h"
+#include "fit_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The shared library exports only the API of my_malloc.h. */
+#define FIT_API __attribute__((visibility("default")))
+
+static fit_arena_t fit_ff_arena = {.id = FIT_ARENA_FF, .policy = FIT_FIRST_FIT};
+static fit_arena_t fit_bf_arena = {.id = FIT_ARENA_BF, .policy = FIT_BEST_FIT};
+static fit_arena_t fit_locked_arena = {.id = FIT_ARENA_LOCKED, .policy = FIT_BEST_FIT};
+static pthread_mutex_t fit_locked_mutex = PTHREAD_MUTEX_INITIALIZER;
+static fit_arena_t fit_thread_arenas[FIT_MAX_THREAD_ARENAS];
+
+static _Thread_local fit_arena_t *fit_my_arena;
+static pthread_key_t fit_thread_key;
+static pthread_once_t fit_thread_key_once = PTHREAD_ONCE_INIT;
+
+static atomic_int fit_impl_choice; /* 0 = not read yet, 1 = naive, 2 = fast */
+
+int fit_use_naive(void) {
+  int v = atomic_load_explicit(&fit_impl_choice, memory_order_relaxed);
+  if (v == 0) {
+    const char *e = getenv("TESSERA_FIT_IMPL"); /* getenv does not allocate */
+    v = (e && strcmp(e, "naive") == 0) ? 1 : 2;
+    atomic_store_explicit(&fit_impl_choice, v, memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+fit_arena_t *fit_arena_by_id(uint32_t id) {
+  switch (id) {
+  case FIT_ARENA_FF: return &fit_ff_arena;
+  case FIT_ARENA_BF: return &fit_bf_arena;
+  case FIT_ARENA_LOCKED: return &fit_locked_arena;
+  default:
+    if (id >= FIT_ARENA_THREAD0 && id < FIT_ARENA_THREAD0 + FIT_MAX_THREAD_ARENAS)
+      return &fit_thread_arenas[id - FIT_ARENA_THREAD0];
+    return NULL;
+  }
+}
+
+unsigned fit_arena_count(void) { return FIT_ARENA_THREAD0 + FIT_MAX_THREAD_ARENAS; }
+
+static inline fit_arena_t *ready(fit_arena_t *a) {
+  if (__builtin_expect(a->index_kind == FIT_INDEX_NONE, 0)) fit_arena_prepare(a);
+  return a;
+}
+
+/* Is b plausibly an allocated block of ours? Reports and returns 0 if not. */
+static int fit_check_freeable(const char *who, fit_block_t *b) {
+  size_t size = fit_size(b);
+  if (size < FIT_MIN_BLOCK || size % FIT_ALIGN != 0) {
+    fit_report_bad_free(who, fit_payload(b), "not a block from this allocator; ignored");
+    return 0;
+  }
+  if (fit_is_free(b)) {
+    fit_report_bad_free(who, fit_payload(b), "double free; ignored");
+    return 0;
+  }
+  return 1;
+}
+
+static void fit_push_remote(fit_arena_t *owner, fit_block_t *b) {
+  fit_block_t **link = (fit_block_t **)fit_payload(b);
+  fit_block_t *head = atomic_load_explicit(&owner->remote_frees, memory_order_relaxed);
+  do {
+    *link = head;
+  } while (!atomic_compare_exchange_weak_explicit(&owner->remote_frees, &head, b, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+/* The owner takes back the blocks other threads freed. */
+static void fit_drain_remote(fit_arena_t *a) {
+  if (!atomic_load_explicit(&a->remote_frees, memory_order_relaxed)) return;
+  fit_block_t *b = atomic_exchange_explicit(&a->remote_frees, NULL, memory_order_acquire);
+  while (b) {
+    fit_block_t *next = *(fit_block_t **)fit_payload(b); /* read before free reuses it */
+    if (fit_check_freeable("ts_free_nolock", b)) fit_arena_free(a, b);
+    b = next;
+  }
+}
+
+/* Every free function: route the block to the arena that owns it. */
+static void fit_free_any(const char *who, void *ptr) {
+  if (!ptr) return;
+  if ((uintptr_t)ptr % FIT_ALIGN != 0) {
+    fit_report_bad_free(who, ptr, "not a block from this allocator; ignored");
+    return;
+  }
+  fit_block_t *b = fit_header_of(ptr);
+  fit_arena_t *a = fit_arena_by_id(b->owner);
+  if (!a || a->index_kind == FIT_INDEX_NONE) {
+    fit_report_bad_free(who, ptr, "not a block from this allocator; ignored");
+    return;
+  }
+  if (a->id >= FIT_ARENA_THREAD0 && a != fit_my_arena) {
+    fit_push_remote(a, b);
+  } else if (a == &fit_locked_arena) {
+    pthread_mutex_lock(&fit_locked_mutex);
+    if (fit_check_freeable(who, b)) fit_arena_free(a, b);
+    pthread_mutex_unlock(&fit_locked_mutex);
+  } else if (fit_check_freeable(who, b)) {
+    fit_arena_free(a, b);
+  }
+}
+
+FIT_API void *ff_malloc(size_t size) { return fit_arena_malloc(ready(&fit_ff_arena), size); }
+FIT_API void ff_free(void *ptr) { fit_free_any("ff_free", ptr); }
+FIT_API void *bf_malloc(size_t size) { return fit_arena_malloc(ready(&fit_bf_arena), size); }
+FIT_API void bf_free(void *ptr) { fit_free_any("bf_free", ptr); }
+
+FIT_API void *ts_malloc_lock(size_t size) {
+  pthread_mutex_lock(&fit_locked_mutex);
+  void *p = fit_arena_malloc(ready(&fit_locked_arena), size);
+  pthread_mutex_unlock(&fit_locked_mutex);
+  return p;
+}
+FIT_API void ts_free_lock(void *ptr) { fit_free_any("ts_free_lock", ptr); }
+
+/* Thread exit: hand the heap back; its live blocks stay valid, and frees of
+ * them queue on remote_frees for the next thread that claims it. */
+static void fit_release_thread_arena(void *arena) {
+  fit_arena_t *a = arena;
+  if (fit_my_arena == a) fit_my_arena = NULL;
+  atomic_store_explicit(&a->claimed, 0, memory_order_release);
+}
+
+static void fit_make_thread_key(void) {
+  if (pthread_key_create(&fit_thread_key, fit_release_thread_arena) != 0) fit_thread_key = (pthread_key_t)-1;
+}
+
+static fit_arena_t *fit_claim_thread_arena(void) {
+  pthread_once(&fit_thread_key_once, fit_make_thread_key);
+  if (fit_thread_key == (pthread_key_t)-1) return NULL;
+  for (unsigned i = 0; i < FIT_MAX_THREAD_ARENAS; i++) {
+    fit_arena_t *a = &fit_thread_arenas[i];
+    int expected = 0;
+    if (atomic_load_explicit(&a->claimed, memory_order_relaxed) != 0 ||
+        !atomic_compare_exchange_strong_explicit(&a->claimed, &expected, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+      continue;
+    if (a->index_kind == FIT_INDEX_NONE) {
+      a->id = FIT_ARENA_THREAD0 + i;
+      a->policy = FIT_BEST_FIT;
+      fit_arena_prepare(a);
+    }
+    if (pthread_setspecific(fit_thread_key, a) != 0) {
+      atomic_store_explicit(&a->claimed, 0, memory_order_release);
+      return NULL;
+    }
+    fit_my_arena = a;
+    return a;
+  }
+  return NULL;
+}
+
+FIT_API void *ts_malloc_nolock(size_t size) {
+  fit_arena_t *a = fit_my_arena;
+  if (__builtin_expect(!a, 0) && !(a = fit_claim_thread_arena())) return ts_malloc_lock(size);
+  fit_drain_remote(a);
+  return fit_arena_malloc(a, size);
+}
+FIT_API void ts_free_nolock(void *ptr) { fit_free_any("ts_free_nolock", ptr); }
+
+FIT_API unsigned long get_data_segment_size(void) { return fit_brk_segment_bytes(); }
+
+FIT_API unsigned long get_data_segment_free_space_size(void) {
+  unsigned long sum = 0;
+  for (uint32_t id = 1; id < fit_arena_count(); id++) {
+    fit_arena_t *a = fit_arena_by_id(id);
+    if (a) sum += atomic_load_explicit(&a->free_bytes, memory_order_relaxed);
+  }
+  return sum;
+}

@@ -1,0 +1,116 @@
+/* fit_brk.c — the only file that calls sbrk. Owns the lock around growing
+ * the program break and the count of bytes obtained (get_data_segment_size).
+ *
+ * The break is shared with the C library (stdio buffers, locale data, glibc's
+ * own malloc) and, for ts_malloc_nolock, with the other thread heaps. So we
+ * never assume that two sbrk calls return adjacent memory: an arena extends
+ * its newest run only when the break still sits exactly at that run's end,
+ * and otherwise starts a new run (a fit_run_t record, then one free block).
+ * Even then another thread of the C library can move the break between our
+ * sbrk(0) and sbrk(n); the result of sbrk(n) is what counts, and memory that
+ * arrives somewhere unexpected becomes a run of its own. We never shrink the
+ * break: memory above ours may belong to someone else, and the assignment
+ * defines the data segment size as what was obtained.
+ *
+ * Called by fit_arena_malloc (fit_arena.c) with the arena owned by the
+ * calling thread (or under the arena's lock for ts_malloc_lock).
+ */
+#include "fit_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
+
+static pthread_mutex_t fit_brk_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic unsigned long fit_segment_bytes;
+
+unsigned long fit_brk_segment_bytes(void) {
+  return atomic_load_explicit(&fit_segment_bytes, memory_order_relaxed);
+}
+
+/* Turns [got, got+len) into a new run of the arena holding one free block
+ * (counted in free_bytes, not indexed). NULL when the piece is too small to
+ * hold a run record and a block; its bytes stay counted but unused. */
+static fit_block_t *fit_start_run(fit_arena_t *a, char *got, size_t len) {
+  char *end = got + len;
+  char *start = (char *)(((uintptr_t)got + FIT_ALIGN - 1) & ~(uintptr_t)(FIT_ALIGN - 1));
+  if (end < start || (size_t)(end - start) < sizeof(fit_run_t) + FIT_MIN_BLOCK) return NULL;
+  size_t size = ((size_t)(end - start) - sizeof(fit_run_t)) & ~(size_t)(FIT_ALIGN - 1);
+  if (size > FIT_MAX_BLOCK) size = FIT_MAX_BLOCK & ~(size_t)(FIT_ALIGN - 1);
+  fit_run_t *run = (fit_run_t *)start;
+  run->next = a->runs;
+  run->reserved = 0;
+  a->runs = run;
+  fit_block_t *b = (fit_block_t *)(start + sizeof(fit_run_t));
+  b->prev_units = 0;
+  b->owner = a->id;
+  fit_set_size(b, size, FIT_FREE | FIT_LAST);
+  a->top_last = b;
+  a->top_end = (char *)b + size;
+  fit_add_free_bytes(a, (long)size);
+  return b;
+}
+
+fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need) {
+  pthread_mutex_lock(&fit_brk_lock);
+  for (;;) {
+    char *brk_now = sbrk(0);
+    if (brk_now == (char *)-1) break;
+    fit_block_t *last = a->top_last;
+    int extend = a->top_end != NULL && a->top_end == brk_now;
+    size_t have = 0, ask;
+    if (extend) {
+      have = fit_is_free(last) ? fit_size(last) : 0;
+      if (have >= need) { /* only after a stray run was indexed below */
+        fit_index_remove(a, last);
+        pthread_mutex_unlock(&fit_brk_lock);
+        return last;
+      }
+      ask = need - have;
+      if (have + ask > FIT_MAX_BLOCK) break;
+    } else {
+      size_t pad = (size_t)(-(uintptr_t)brk_now) & (FIT_ALIGN - 1);
+      ask = pad + sizeof(fit_run_t) + need;
+    }
+    if (ask > (size_t)INTPTR_MAX) break;
+    char *got = sbrk((intptr_t)ask);
+    if (got == (char *)-1) break;
+    atomic_fetch_add_explicit(&fit_segment_bytes, ask, memory_order_relaxed);
+
+    if (got != brk_now) {
+      /* Someone moved the break between our two calls: the memory is ours
+       * but not where we planned. Make it a run of its own and retry. */
+      fit_block_t *b = fit_start_run(a, got, ask);
+      if (b && fit_size(b) >= need) {
+        pthread_mutex_unlock(&fit_brk_lock);
+        return b;
+      }
+      if (b) fit_index_insert(a, b);
+      continue;
+    }
+    fit_block_t *b;
+    if (extend && have) {
+      /* The run ends with a free block: grow it instead of adding one. */
+      fit_index_remove(a, last);
+      fit_set_size(last, have + ask, FIT_FREE | FIT_LAST);
+      fit_add_free_bytes(a, (long)ask);
+      b = last;
+    } else if (extend) {
+      b = (fit_block_t *)brk_now;
+      b->prev_units = (uint32_t)(fit_size(last) / FIT_ALIGN);
+      b->owner = a->id;
+      fit_set_size(b, ask, FIT_FREE | FIT_LAST);
+      last->size_flags &= ~FIT_LAST;
+      a->top_last = b;
+      fit_add_free_bytes(a, (long)ask);
+    } else {
+      b = fit_start_run(a, got, ask); /* cannot fail: ask covers record + need */
+    }
+    a->top_end = got + ask;
+    pthread_mutex_unlock(&fit_brk_lock);
+    return b;
+  }
+  pthread_mutex_unlock(&fit_brk_lock);
+  errno = ENOMEM;
+  return NULL;
+}
