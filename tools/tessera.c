@@ -16,6 +16,7 @@ typedef struct command_s {
 
 static const command_t commands[] = {
   /* Keep one line per subcommand. */
+  {"run", cmd_run, "run a program on libtessera (LD_PRELOAD; --stats, --heap-report)"},
 };
 
 static char self_dir[PATH_MAX];

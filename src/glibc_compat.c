@@ -1,0 +1,154 @@
+/* glibc_compat.c — glibc's malloc introspection calls, answered by libtessera.
+ *
+ * Programs and tools (and some language runtimes) call mallinfo2, mallinfo,
+ * malloc_stats, malloc_info and malloc_trim. Under libtessera those must
+ * describe libtessera's heap, not glibc's unused one. Everything here is
+ * built on the public tes_stats_get and tes_collect only: this file owns
+ * the mapping from tessera's gauges to glibc's fields and nothing else.
+ *
+ * Mapping (glibc's field -> tessera's gauge):
+ *   arena    = committed.current   bytes backed by the OS for the heap
+ *   uordblks = in_use.current      usable bytes of live blocks
+ *   fordblks = committed - in_use  (fragmentation_bytes): held but not in use
+ *   hblkhd   = large_in_use        live blocks above the largest size class
+ *   hblks    = live large blocks are not counted separately: 0
+ *   usmblks  = committed.peak      (obsolete in glibc, always 0 there)
+ *   ordblks, smblks, fsmblks, keepcost: no equivalent, 0
+ * so uordblks + fordblks == arena, the identity glibc's users rely on.
+ *
+ * These symbols are only defined in the drop-in (override) builds, like the
+ * standard names in override.c: the tes_*-only build leaves glibc's own. */
+#include "tessera.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+
+#if defined(TES_OVERRIDE) && TES_OVERRIDE
+
+#define TES_COMPAT_EXPORT __attribute__((visibility("default")))
+
+static size_t clamp_nonnegative(int64_t value) { return value > 0 ? (size_t)value : 0; }
+
+static int clamp_int(size_t value) { return value > (size_t)INT_MAX ? INT_MAX : (int)value; }
+
+TES_COMPAT_EXPORT struct mallinfo2 mallinfo2(void) {
+  tes_stats_t stats;
+  tes_stats_get(&stats);
+  struct mallinfo2 info = {0};
+  info.arena = clamp_nonnegative(stats.committed.current);
+  info.uordblks = clamp_nonnegative(stats.in_use.current);
+  info.fordblks = info.arena > info.uordblks ? info.arena - info.uordblks : 0;
+  info.hblkhd = clamp_nonnegative(stats.large_in_use.current);
+  info.usmblks = clamp_nonnegative(stats.committed.peak);
+  return info;
+}
+
+/* The int-sized original: fields saturate at INT_MAX instead of wrapping
+ * (glibc wraps; a saturated value is at least not misleadingly small). */
+TES_COMPAT_EXPORT struct mallinfo mallinfo(void) {
+  struct mallinfo2 wide = mallinfo2();
+  struct mallinfo info = {0};
+  info.arena = clamp_int(wide.arena);
+  info.ordblks = clamp_int(wide.ordblks);
+  info.smblks = clamp_int(wide.smblks);
+  info.hblks = clamp_int(wide.hblks);
+  info.hblkhd = clamp_int(wide.hblkhd);
+  info.usmblks = clamp_int(wide.usmblks);
+  info.fsmblks = clamp_int(wide.fsmblks);
+  info.uordblks = clamp_int(wide.uordblks);
+  info.fordblks = clamp_int(wide.fordblks);
+  info.keepcost = clamp_int(wide.keepcost);
+  return info;
+}
+
+/* glibc's layout ("Arena 0:", "system bytes", "in use bytes", then the
+ * totals) so scripts that grep it keep working; tessera has one logical
+ * arena. Printed with fprintf to stderr, which is unbuffered: no allocation. */
+TES_COMPAT_EXPORT void malloc_stats(void) {
+  tes_stats_t stats;
+  tes_stats_get(&stats);
+  unsigned long system_bytes = (unsigned long)clamp_nonnegative(stats.committed.current);
+  unsigned long in_use_bytes = (unsigned long)clamp_nonnegative(stats.in_use.current);
+  fprintf(stderr,
+          "Arena 0:\n"
+          "system bytes     = %10lu\n"
+          "in use bytes     = %10lu\n"
+          "Total (incl. mmap):\n"
+          "system bytes     = %10lu\n"
+          "in use bytes     = %10lu\n"
+          "max mmap regions = %10lu\n"
+          "max mmap bytes   = %10lu\n",
+          system_bytes, in_use_bytes, system_bytes, in_use_bytes, (unsigned long)stats.os_mmap_calls,
+          (unsigned long)clamp_nonnegative(stats.reserved.peak));
+}
+
+/* XML in glibc's schema (<malloc version="1"><heap nr="0">...), with one
+ * heap, per-class <size> entries for classes that have live blocks, and the
+ * totals glibc reports. options must be 0, as in glibc. */
+TES_COMPAT_EXPORT int malloc_info(int options, FILE *out) {
+  if (options != 0 || out == NULL) {
+    errno = EINVAL;
+    return -1;
+  }
+  tes_stats_t stats;
+  tes_stats_get(&stats);
+  unsigned long committed = (unsigned long)clamp_nonnegative(stats.committed.current);
+  unsigned long in_use = (unsigned long)clamp_nonnegative(stats.in_use.current);
+  unsigned long free_bytes = committed > in_use ? committed - in_use : 0;
+  fprintf(out, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
+  uint32_t classes = stats.class_count < TES_STATS_MAX_CLASSES ? stats.class_count : TES_STATS_MAX_CLASSES;
+  for (uint32_t c = 0; c < classes; c++) {
+    if (stats.class_live_blocks[c] <= 0) continue;
+    fprintf(out, "  <size from=\"%lu\" to=\"%lu\" total=\"%lu\" count=\"%ld\"/>\n",
+            (unsigned long)(c > 0 ? stats.class_block_size[c - 1] + 1 : 1),
+            (unsigned long)stats.class_block_size[c],
+            (unsigned long)(stats.class_block_size[c] * (uint64_t)stats.class_live_blocks[c]),
+            (long)stats.class_live_blocks[c]);
+  }
+  fprintf(out,
+          "</sizes>\n"
+          "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+          "<total type=\"rest\" count=\"0\" size=\"%lu\"/>\n"
+          "<system type=\"current\" size=\"%lu\"/>\n"
+          "<system type=\"max\" size=\"%lu\"/>\n"
+          "<aspace type=\"total\" size=\"%lu\"/>\n"
+          "<aspace type=\"mprotect\" size=\"%lu\"/>\n"
+          "</heap>\n",
+          free_bytes, committed, (unsigned long)clamp_nonnegative(stats.committed.peak),
+          (unsigned long)clamp_nonnegative(stats.reserved.current), committed);
+  fprintf(out,
+          "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+          "<total type=\"rest\" count=\"0\" size=\"%lu\"/>\n"
+          "<total type=\"mmap\" count=\"%lu\" size=\"%lu\"/>\n"
+          "<system type=\"current\" size=\"%lu\"/>\n"
+          "<system type=\"max\" size=\"%lu\"/>\n"
+          "<aspace type=\"total\" size=\"%lu\"/>\n"
+          "<aspace type=\"mprotect\" size=\"%lu\"/>\n"
+          "</malloc>\n",
+          free_bytes, (unsigned long)stats.os_mmap_calls,
+          (unsigned long)clamp_nonnegative(stats.large_in_use.current), committed,
+          (unsigned long)clamp_nonnegative(stats.committed.peak),
+          (unsigned long)clamp_nonnegative(stats.reserved.current), committed);
+  return 0;
+}
+
+/* Returns 1 if memory was released to the OS, 0 otherwise, as glibc does.
+ * `pad` (bytes to keep at the top of glibc's heap) has no meaning for a
+ * segment allocator; everything that can be returned is. Released means the
+ * committed gauge went down or the OS counters moved. */
+TES_COMPAT_EXPORT int malloc_trim(size_t pad) {
+  (void)pad;
+  tes_stats_t before, after;
+  tes_stats_get(&before);
+  tes_collect(true);
+  tes_stats_get(&after);
+  return after.committed.current < before.committed.current ||
+                 after.os_purged_bytes > before.os_purged_bytes ||
+                 after.os_munmap_bytes > before.os_munmap_bytes
+             ? 1
+             : 0;
+}
+
+#endif /* TES_OVERRIDE */
