@@ -1,0 +1,307 @@
+/* api_heaps.c — first-class heaps and tes_heap_visit, black-box.
+ *
+ * tes_heap_new/malloc/calloc/realloc, tes_heap_visit seeing exactly the
+ * live blocks (no more, no fewer, with the right usable size, class and
+ * owner), tes_heap_destroy releasing every block at once — also when other
+ * threads freed some of its blocks just before — and tes_heap_delete keeping
+ * blocks alive and freeable from any thread. The tes_stats gauges
+ * (in_use, per-class live blocks) confirm what the walk shows.
+ *
+ * Linked with libtessera. */
+#define _GNU_SOURCE
+#include "api_check.h"
+
+#include "tessera.h"
+
+#include <pthread.h>
+
+enum { MAX_SEEN = 100000 };
+
+typedef struct seen_s {
+  tes_block_info_t blocks[MAX_SEEN];
+  size_t count;
+  size_t overflow;
+} seen_t;
+
+static seen_t seen; /* static: the visitor must not allocate */
+
+static bool record_block(const tes_block_info_t *block, void *arg) {
+  seen_t *s = arg;
+  if (s->count < MAX_SEEN) s->blocks[s->count++] = *block;
+  else s->overflow++;
+  return true;
+}
+
+static int compare_address(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)((const tes_block_info_t *)a)->address;
+  uintptr_t y = (uintptr_t)((const tes_block_info_t *)b)->address;
+  return x < y ? -1 : x > y;
+}
+
+static int compare_pointer(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The walk of `heap` must list exactly `expected` (n live blocks), each once,
+ * with its usable size and the owning heap. Returns the number of problems. */
+static int visit_matches(const tes_heap_t *heap, void **expected, size_t n, const char *what) {
+  memset(&seen, 0, sizeof seen);
+  tes_heap_visit(heap, record_block, &seen);
+  int problems = 0;
+  CHECK(seen.overflow == 0 && seen.count == n, "%s: walk saw %zu blocks (+%zu), want %zu", what, seen.count,
+        seen.overflow, n);
+  problems += seen.count != n;
+  qsort(seen.blocks, seen.count, sizeof seen.blocks[0], compare_address);
+  qsort(expected, n, sizeof *expected, compare_pointer);
+  size_t limit = seen.count < n ? seen.count : n;
+  size_t mismatched = 0, wrong_size = 0, wrong_owner = 0;
+  for (size_t i = 0; i < limit; i++) {
+    mismatched += seen.blocks[i].address != expected[i];
+    wrong_size += seen.blocks[i].usable_size != tes_usable_size(seen.blocks[i].address);
+    if (heap) wrong_owner += seen.blocks[i].heap != heap;
+  }
+  CHECK(mismatched == 0, "%s: %zu walked addresses differ from the live blocks", what, mismatched);
+  CHECK(wrong_size == 0, "%s: %zu blocks with usable_size != tes_usable_size", what, wrong_size);
+  CHECK(wrong_owner == 0, "%s: %zu blocks not attributed to the heap", what, wrong_owner);
+  return problems + (int)(mismatched + wrong_size + wrong_owner);
+}
+
+static bool stop_after_one(const tes_block_info_t *block, void *arg) {
+  (void)block;
+  (*(int *)arg)++;
+  return false;
+}
+
+static void check_basic_heap(void) {
+  API_GROUP("heap new/malloc/calloc/realloc/visit");
+  tes_heap_t *heap = tes_heap_new();
+  REQUIRE(heap != NULL, "tes_heap_new returned NULL");
+  enum { N = 3000 };
+  static void *blocks[N], *copy[N];
+  static size_t sizes[N];
+  for (int i = 0; i < N; i++) {
+    sizes[i] = i % 100 == 0 ? 300000 : 1 + (size_t)(i * 29) % 2000;
+    blocks[i] = (i % 3 == 0) ? tes_heap_calloc(heap, 1, sizes[i]) : tes_heap_malloc(heap, sizes[i]);
+    REQUIRE(blocks[i] != NULL, "heap allocation %d (%zu bytes) failed", i, sizes[i]);
+    if (i % 3 == 0) {
+      size_t nonzero = 0;
+      for (size_t j = 0; j < sizes[i]; j++) nonzero += ((unsigned char *)blocks[i])[j] != 0;
+      CHECK(nonzero == 0, "tes_heap_calloc(%zu): %zu non-zero bytes", sizes[i], nonzero);
+    }
+    api_fill(blocks[i], sizes[i]);
+  }
+  /* realloc within the heap keeps contents (and the block stays the heap's). */
+  for (int i = 1; i < N; i += 7) {
+    size_t old = sizes[i];
+    unsigned char *before = malloc(old);
+    memcpy(before, blocks[i], old);
+    sizes[i] = old * 3 + 5;
+    blocks[i] = tes_heap_realloc(heap, blocks[i], sizes[i]);
+    REQUIRE(blocks[i] != NULL, "tes_heap_realloc failed");
+    CHECK(memcmp(before, blocks[i], old) == 0, "tes_heap_realloc %zu -> %zu lost contents", old, sizes[i]);
+    free(before);
+    api_fill(blocks[i], sizes[i]);
+  }
+  /* A block of the default heap, which must not show in the heap's walk. */
+  void *outsider = malloc(64);
+  memcpy(copy, blocks, sizeof blocks);
+  visit_matches(heap, copy, N, "fresh heap");
+
+  /* The whole-process walk contains the heap's blocks and the outsider. */
+  memset(&seen, 0, sizeof seen);
+  tes_heap_visit(NULL, record_block, &seen);
+  size_t found = 0;
+  bool outsider_seen = false;
+  qsort(seen.blocks, seen.count, sizeof seen.blocks[0], compare_address);
+  for (int i = 0; i < N; i++) {
+    tes_block_info_t key = {.address = blocks[i]};
+    found += bsearch(&key, seen.blocks, seen.count, sizeof key, compare_address) != NULL;
+  }
+  for (size_t k = 0; k < seen.count; k++) outsider_seen |= seen.blocks[k].address == outsider;
+  CHECK(found == N, "process-wide walk found %zu of the heap's %d blocks", found, N);
+  CHECK(outsider_seen, "process-wide walk missed a block of the default heap");
+
+  /* Class indices in the walk agree with the stats table. */
+  tes_stats_t stats;
+  tes_stats_get(&stats);
+  size_t class_mismatch = 0;
+  for (size_t k = 0; k < seen.count; k++) {
+    uint32_t c = seen.blocks[k].size_class;
+    if (c == UINT32_MAX) continue;
+    class_mismatch += c >= stats.class_count || stats.class_block_size[c] != seen.blocks[k].usable_size;
+  }
+  CHECK(class_mismatch == 0, "%zu walked blocks have a size_class whose block size differs", class_mismatch);
+
+  /* Early stop. */
+  int calls = 0;
+  tes_heap_visit(heap, stop_after_one, &calls);
+  CHECK(calls == 1, "visitor returning false was called %d times", calls);
+
+  /* Free every other block with plain free: the walk shows exactly the rest. */
+  size_t kept = 0;
+  for (int i = 0; i < N; i++) {
+    if (i % 2) {
+      free(blocks[i]);
+    } else {
+      CHECK(api_verify(blocks[i], sizes[i]) == SIZE_MAX, "heap block %d corrupted", i);
+      copy[kept++] = blocks[i];
+    }
+  }
+  visit_matches(heap, copy, kept, "after freeing half");
+
+  int64_t in_use_before = (tes_stats_get(&stats), stats.in_use.current);
+  size_t usable_kept = 0;
+  for (size_t k = 0; k < kept; k++) usable_kept += tes_usable_size(copy[k]);
+  tes_heap_destroy(heap);
+  tes_stats_get(&stats);
+  CHECK(in_use_before - stats.in_use.current == (int64_t)usable_kept,
+        "tes_heap_destroy released %" PRId64 " in-use bytes, the heap held %zu", in_use_before - stats.in_use.current,
+        usable_kept);
+  free(outsider);
+}
+
+typedef struct free_job_s {
+  void **blocks;
+  size_t count;
+} free_job_t;
+
+static void *free_blocks_thread(void *arg) {
+  free_job_t *job = arg;
+  for (size_t i = 0; i < job->count; i++) free(job->blocks[i]);
+  return NULL;
+}
+
+static void check_destroy_with_remote_frees(void) {
+  API_GROUP("destroy after frees from other threads");
+  tes_stats_t stats;
+  for (int round = 0; round < 20; round++) {
+    tes_stats_get(&stats);
+    int64_t in_use_start = stats.in_use.current;
+    tes_heap_t *heap = tes_heap_new();
+    REQUIRE(heap, "tes_heap_new");
+    enum { N = 4000, THREADS = 2 };
+    static void *blocks[N];
+    for (int i = 0; i < N; i++) blocks[i] = tes_heap_malloc(heap, 16 + (size_t)(i % 64) * 16);
+    /* Two threads free the first half; the frees are still being handed
+     * back (not yet collected by the heap) when destroy runs. */
+    pthread_t threads[THREADS];
+    free_job_t jobs[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+      jobs[t].blocks = blocks + t * (N / 2 / THREADS);
+      jobs[t].count = N / 2 / THREADS;
+      REQUIRE(pthread_create(&threads[t], NULL, free_blocks_thread, &jobs[t]) == 0, "pthread_create");
+    }
+    for (int t = 0; t < THREADS; t++) pthread_join(threads[t], NULL);
+    tes_heap_destroy(heap);
+    tes_collect(false);
+    tes_stats_get(&stats);
+    CHECK(stats.in_use.current == in_use_start, "round %d: in_use %+" PRId64 " after destroy", round,
+          stats.in_use.current - in_use_start);
+    if (api_failures) break;
+  }
+  /* A heap created afterwards works. */
+  tes_heap_t *heap = tes_heap_new();
+  void *p = tes_heap_malloc(heap, 100);
+  CHECK(p != NULL, "allocation from a heap after destroys failed");
+  tes_heap_destroy(heap);
+}
+
+static void check_delete_keeps_blocks(void) {
+  API_GROUP("delete keeps blocks alive");
+  tes_stats_t stats;
+  tes_stats_get(&stats);
+  int64_t in_use_start = stats.in_use.current;
+  tes_heap_t *heap = tes_heap_new();
+  enum { N = 2000 };
+  static void *blocks[N], *copy[N];
+  static size_t sizes[N];
+  for (int i = 0; i < N; i++) {
+    sizes[i] = 8 + (size_t)(i * 53) % 3000;
+    blocks[i] = tes_heap_malloc(heap, sizes[i]);
+    api_fill(blocks[i], sizes[i]);
+  }
+  tes_heap_delete(heap);
+  size_t corrupted = 0;
+  for (int i = 0; i < N; i++) corrupted += api_verify(blocks[i], sizes[i]) != SIZE_MAX;
+  CHECK(corrupted == 0, "%zu blocks corrupted by tes_heap_delete", corrupted);
+  /* Still live: the process-wide walk lists all of them. */
+  memset(&seen, 0, sizeof seen);
+  tes_heap_visit(NULL, record_block, &seen);
+  qsort(seen.blocks, seen.count, sizeof seen.blocks[0], compare_address);
+  size_t found = 0;
+  for (int i = 0; i < N; i++) {
+    tes_block_info_t key = {.address = blocks[i]};
+    found += bsearch(&key, seen.blocks, seen.count, sizeof key, compare_address) != NULL;
+  }
+  CHECK(found == N, "after tes_heap_delete the walk finds %zu of %d live blocks", found, N);
+  /* New allocations do not overlap them. */
+  for (int i = 0; i < 2000; i++) {
+    void *p = malloc(sizes[i]);
+    memset(p, 0xCD, sizes[i]);
+    copy[i] = p;
+  }
+  corrupted = 0;
+  for (int i = 0; i < N; i++) corrupted += api_verify(blocks[i], sizes[i]) != SIZE_MAX;
+  CHECK(corrupted == 0, "%zu kept blocks overwritten by new allocations", corrupted);
+  for (int i = 0; i < 2000; i++) free(copy[i]);
+  /* Freed from another thread and from this one. */
+  free_job_t job = {blocks, N / 2};
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, free_blocks_thread, &job) == 0, "pthread_create");
+  pthread_join(t, NULL);
+  for (int i = N / 2; i < N; i++) free(blocks[i]);
+  tes_collect(false);
+  tes_stats_get(&stats);
+  CHECK(stats.in_use.current == in_use_start, "in_use %+" PRId64 " after freeing every block of a deleted heap",
+        stats.in_use.current - in_use_start);
+}
+
+static void check_many_heaps(void) {
+  API_GROUP("many heaps do not leak");
+  tes_stats_t stats;
+  int64_t committed_after_warmup = 0;
+  for (int h = 0; h < 1000; h++) {
+    tes_heap_t *heap = tes_heap_new();
+    REQUIRE(heap, "tes_heap_new failed at heap %d", h);
+    for (int i = 0; i < 100; i++) {
+      void *p = tes_heap_malloc(heap, 32 + (size_t)i * 40);
+      REQUIRE(p, "tes_heap_malloc failed");
+      memset(p, 1, 32 + (size_t)i * 40);
+    }
+    if (h % 2) tes_heap_destroy(heap);
+    else {
+      /* A deleted heap's blocks are walked and freed. */
+      memset(&seen, 0, sizeof seen);
+      tes_heap_visit(heap, record_block, &seen);
+      size_t n = seen.count;
+      static void *live[200];
+      for (size_t k = 0; k < n && k < 200; k++) live[k] = seen.blocks[k].address;
+      CHECK(n == 100, "heap %d walked %zu blocks, want 100", h, n);
+      tes_heap_delete(heap);
+      for (size_t k = 0; k < n && k < 200; k++) free(live[k]);
+    }
+    if (h == 99) {
+      tes_collect(false);
+      tes_stats_get(&stats);
+      committed_after_warmup = stats.committed.current;
+    }
+    if (api_failures) break;
+  }
+  tes_collect(false);
+  tes_stats_get(&stats);
+  CHECK(stats.committed.current - committed_after_warmup <= 8 * MIB,
+        "committed grew by %.1f MiB over 900 heap create/drop cycles",
+        (double)(stats.committed.current - committed_after_warmup) / MIB);
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  REQUIRE(api_allocator_is_tessera(), "api_heaps must be linked with libtessera");
+  check_basic_heap();
+  check_destroy_with_remote_frees();
+  check_delete_keeps_blocks();
+  check_many_heaps();
+  return api_finish("api_heaps");
+}
