@@ -16,7 +16,9 @@ typedef struct command_s {
 
 static const command_t commands[] = {
   /* Keep one line per subcommand. */
+  {"lab", cmd_lab, "replay malloc-lab traces on the lab heap policies (--compare, gen)"},
   {"run", cmd_run, "run a program on libtessera (LD_PRELOAD; --stats, --heap-report)"},
+  {"bench", cmd_bench, "compare allocators on the benchmark workloads (--quick, --list)"},
 };
 
 static char self_dir[PATH_MAX];
