@@ -1,0 +1,593 @@
+/* fault_test.c — fault injection at every call site where libtessera asks the
+ * OS for memory and the OS can say no.
+ *
+ * Each check runs in its own process (`fault_test NAME`, CTest `fault.NAME`)
+ * so it starts from a fresh allocator: "the first mmap of a segment" really is
+ * the first. A check makes the OS layer fail through the test hook in
+ * src/fault.h (linked from the tessera_fault library) and asserts the three
+ * promises of the contract (include/tessera.h):
+ *   1. the call returns NULL with errno == ENOMEM (posix_memalign: returns
+ *      ENOMEM),
+ *   2. every block allocated before still holds its contents (each is filled
+ *      with a seeded pattern and re-read),
+ *   3. after tes_fault_clear() the allocator works normally again.
+ * Every check also asserts that the hook really fired (tes_fault_injected()
+ * grew), so a check cannot pass by never reaching its site.
+ *
+ * Blocks are tracked in static arrays, never in heap memory: whichever malloc
+ * the test binary ends up with, the bookkeeping cannot fail under a fault. */
+#define _GNU_SOURCE
+#include "fault_common.h"
+
+#include "fault.h"
+#include "tessera.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+
+/* ---- A pool of live blocks ------------------------------------------------ */
+#define POOL_CAPACITY 300000
+static fault_block_t pool[POOL_CAPACITY];
+static size_t pool_count;
+static uint32_t next_seed = 1;
+
+static fault_block_t *pool_add(void *ptr, size_t size) {
+  CHECK(pool_count < POOL_CAPACITY);
+  fault_block_t *b = &pool[pool_count++];
+  b->ptr = ptr;
+  b->size = size;
+  b->seed = next_seed++;
+  fault_fill(b);
+  return b;
+}
+
+static void pool_verify(void) {
+  for (size_t i = 0; i < pool_count; i++) {
+    if (!fault_intact(&pool[i])) {
+      fprintf(stderr, "block %zu (%p, %zu bytes) lost its contents\n", i,
+              (void *)pool[i].ptr, pool[i].size);
+      exit(1);
+    }
+  }
+}
+
+static void pool_free_all(void) {
+  pool_verify();
+  for (size_t i = 0; i < pool_count; i++) tes_free(pool[i].ptr);
+  pool_count = 0;
+}
+
+/* ---- Allocation kinds ---------------------------------------------------- */
+/* Every API entry that can need fresh memory, behind one signature, so the
+ * same "exhaust under fault" routine covers each of them. */
+typedef enum alloc_kind_e {
+  KIND_MALLOC, KIND_CALLOC, KIND_ALIGNED_ALLOC, KIND_POSIX_MEMALIGN,
+  KIND_MEMALIGN, KIND_VALLOC, KIND_PVALLOC, KIND_REALLOCARRAY_NEW,
+} alloc_kind_t;
+
+static const char *kind_name(alloc_kind_t kind) {
+  static const char *names[] = {"malloc", "calloc", "aligned_alloc", "posix_memalign",
+                                "memalign", "valloc", "pvalloc", "reallocarray"};
+  return names[kind];
+}
+
+/* Allocate `size` bytes with `kind`; on failure return NULL and leave the
+ * error code in errno (posix_memalign's return value is moved there). */
+static void *alloc_with(alloc_kind_t kind, size_t alignment, size_t size) {
+  switch (kind) {
+    case KIND_MALLOC: return tes_malloc(size);
+    case KIND_CALLOC: {
+      unsigned char *p = tes_calloc(1, size);
+      if (p)
+        for (size_t i = 0; i < size; i++) CHECK(p[i] == 0);
+      return p;
+    }
+    case KIND_ALIGNED_ALLOC: return tes_aligned_alloc(alignment, size);
+    case KIND_POSIX_MEMALIGN: {
+      void *out = NULL;
+      int rc = tes_posix_memalign(&out, alignment, size);
+      if (rc != 0) {
+        errno = rc;
+        return NULL;
+      }
+      return out;
+    }
+    case KIND_MEMALIGN: return tes_memalign(alignment, size);
+    case KIND_VALLOC: return tes_valloc(size);
+    case KIND_PVALLOC: return tes_pvalloc(size);
+    case KIND_REALLOCARRAY_NEW: return tes_reallocarray(NULL, 1, size);
+  }
+  return NULL;
+}
+
+/* Under an mmap fault that is always on, allocate blocks of `size` with
+ * `kind` until one fails (it must, within `budget` bytes); assert ENOMEM and
+ * that everything allocated before is intact. Returns how many succeeded. */
+static size_t exhaust(alloc_kind_t kind, size_t alignment, size_t size, size_t budget) {
+  size_t got = 0;
+  for (size_t spent = 0; spent <= budget; spent += size) {
+    errno = 0;
+    void *p = alloc_with(kind, alignment, size);
+    if (p == NULL) {
+      if (errno != ENOMEM) {
+        fprintf(stderr, "%s(%zu) under fault: NULL with errno %d, want ENOMEM\n",
+                kind_name(kind), size, errno);
+        exit(1);
+      }
+      pool_verify();
+      return got;
+    }
+    if (alignment) CHECK(((uintptr_t)p & (alignment - 1)) == 0);
+    pool_add(p, size);
+    got++;
+  }
+  fprintf(stderr, "%s(%zu): still succeeding after %zu bytes with every mmap failing\n",
+          kind_name(kind), size, budget);
+  exit(1);
+}
+
+/* After tes_fault_clear(): the allocator must serve the same request again,
+ * and plenty more, and everything must still be intact. */
+static void works_after_clear(alloc_kind_t kind, size_t alignment, size_t size, int count) {
+  tes_fault_clear();
+  for (int i = 0; i < count; i++) {
+    errno = 0;
+    void *p = alloc_with(kind, alignment, size);
+    if (p == NULL) {
+      fprintf(stderr, "%s(%zu) fails after tes_fault_clear (errno %d)\n", kind_name(kind),
+              size, errno);
+      exit(1);
+    }
+    if (alignment) CHECK(((uintptr_t)p & (alignment - 1)) == 0);
+    pool_add(p, size);
+  }
+  pool_verify();
+}
+
+static uint64_t injected_before;
+static void expect_injected(void) { CHECK(tes_fault_injected() > injected_before); }
+
+/* ---- The checks ------------------------------------------------------------- */
+
+/* The very first allocation of the process has no segment to use: the first
+ * segment mmap fails, the call must return NULL/ENOMEM, and the next call
+ * after the fault clears must map it. */
+static void check_first_segment(void) {
+  injected_before = tes_fault_injected();
+  tes_fault_fail_always(TES_FAULT_MMAP, true);
+  errno = 0;
+  void *p = tes_malloc(48);
+  CHECK(p == NULL && errno == ENOMEM);
+  errno = 0;
+  p = tes_calloc(3, 16);
+  CHECK(p == NULL && errno == ENOMEM);
+  expect_injected();
+  works_after_clear(KIND_MALLOC, 0, 48, 1000);
+  pool_free_all();
+}
+
+/* Small blocks fill the first segments; then every further mmap fails. The
+ * allocator must keep serving from what it has, then fail cleanly. */
+static void check_segment_growth(void) {
+  static const size_t sizes[] = {16, 48, 128, 512, 1024, 4000};
+  for (size_t round = 0; round < 6; round++)
+    for (int i = 0; i < 2000; i++) pool_add(tes_malloc(sizes[round]), sizes[round]);
+  injected_before = tes_fault_injected();
+  tes_fault_fail_always(TES_FAULT_MMAP, true);
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+    exhaust(KIND_MALLOC, 0, sizes[s], 512 * MiB);
+  expect_injected();
+  works_after_clear(KIND_MALLOC, 0, 1024, 5000);
+  pool_free_all();
+  /* Everything freed: the allocator is still healthy. */
+  works_after_clear(KIND_MALLOC, 0, 96, 1000);
+  pool_free_all();
+}
+
+/* Segment growth where only the n-th mmap from now fails, for every n up to
+ * 40, during a mixed workload: whichever call meets the failure returns
+ * NULL/ENOMEM and nothing else is disturbed. */
+static void check_nth_mmap_sweep(void) {
+  uint64_t nulls = 0;
+  uint32_t rng = 12345;
+  for (long n = 1; n <= 40; n++) {
+    tes_fault_fail_nth(TES_FAULT_MMAP, n);
+    for (int op = 0; op < 300; op++) {
+      rng = rng * 1103515245u + 12345u;
+      unsigned pick = (rng >> 16) % 10;
+      size_t size = pick < 6 ? 16 + (rng >> 8) % 2048
+                  : pick < 9 ? 8 * KiB + (rng >> 4) % (256 * KiB)
+                             : 2 * MiB + (rng >> 4) % (4 * MiB);
+      alloc_kind_t kind = (alloc_kind_t)((rng >> 12) % 3); /* malloc, calloc, aligned */
+      size_t alignment = kind == KIND_ALIGNED_ALLOC ? (size_t)64 << ((rng >> 20) % 12) : 0;
+      if (alignment) size = (size + alignment - 1) & ~(alignment - 1);
+      errno = 0;
+      void *p = alloc_with(kind, alignment, size);
+      if (p == NULL) {
+        CHECK(errno == ENOMEM);
+        nulls++;
+        continue;
+      }
+      pool_add(p, size);
+    }
+    pool_verify();
+    /* Free half so later rounds reuse and re-map memory. */
+    for (size_t i = 0; i < pool_count; i += 2) tes_free(pool[i].ptr);
+    size_t kept = 0;
+    for (size_t i = 1; i < pool_count; i += 2) pool[kept++] = pool[i];
+    pool_count = kept;
+  }
+  CHECK(nulls > 0); /* the sweep really met injected failures */
+  works_after_clear(KIND_MALLOC, 0, 3 * MiB, 4);
+  pool_free_all();
+}
+
+/* Large and huge blocks get their own mapping: make every mapping above
+ * 1 MiB fail. */
+static void check_large_mmap(void) {
+  for (int i = 0; i < 200; i++) pool_add(tes_malloc(256), 256);
+  fault_block_t *small = &pool[0];
+  injected_before = tes_fault_injected();
+  tes_fault_fail_above(TES_FAULT_MMAP, 1 * MiB);
+  static const size_t sizes[] = {2 * MiB, 32 * MiB, 1024 * MiB};
+  for (size_t s = 0; s < 3; s++) {
+    errno = 0;
+    CHECK(tes_malloc(sizes[s]) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(tes_calloc(sizes[s] / 16, 16) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(tes_realloc(small->ptr, sizes[s]) == NULL && errno == ENOMEM);
+  }
+  CHECK(fault_intact(small));
+  expect_injected();
+  pool_verify();
+  works_after_clear(KIND_MALLOC, 0, 32 * MiB, 3);
+  works_after_clear(KIND_CALLOC, 0, 8 * MiB, 2);
+  pool_free_all();
+}
+
+/* Growing a huge block uses mremap. With mremap failing the allocator may
+ * still move the block by mmap+copy; with both failing it must return NULL
+ * and leave the block untouched. */
+static void check_huge_realloc_mremap(void) {
+  fault_block_t *b = pool_add(tes_malloc(16 * MiB), 16 * MiB);
+  injected_before = tes_fault_injected();
+  tes_fault_fail_always(TES_FAULT_MREMAP, true);
+  errno = 0;
+  void *q = tes_realloc(b->ptr, 64 * MiB);
+  if (q == NULL) {
+    CHECK(errno == ENOMEM);
+    CHECK(fault_intact(b));
+  } else {
+    b->ptr = q;
+    CHECK(fault_intact(b)); /* the first 16 MiB moved with the block */
+    memset(b->ptr + b->size, 0x5a, 64 * MiB - b->size);
+  }
+  tes_fault_fail_always(TES_FAULT_MMAP, true);
+  errno = 0;
+  CHECK(tes_realloc(b->ptr, 512 * MiB) == NULL && errno == ENOMEM);
+  CHECK(fault_intact(b));
+  expect_injected();
+  /* Shrinking may not need the OS at all; if it does and fails, the block
+   * must still be whole. */
+  errno = 0;
+  q = tes_realloc(b->ptr, 12 * MiB);
+  if (q == NULL) {
+    CHECK(errno == ENOMEM);
+    CHECK(fault_intact(b));
+  } else {
+    b->ptr = q;
+    b->size = 12 * MiB;
+    CHECK(fault_intact(b));
+  }
+  tes_fault_clear();
+  q = tes_realloc(b->ptr, 256 * MiB);
+  CHECK(q != NULL);
+  b->ptr = q;
+  CHECK(fault_intact(b));
+  b->size = 256 * MiB;
+  fault_fill(b);
+  pool_free_all();
+}
+
+/* Purging free pages calls madvise. A failed madvise must not make the
+ * allocator believe the pages are zero: calloc after a failed purge still
+ * returns zeroed memory, and live neighbours are untouched. */
+static void check_madvise_purge(void) {
+  enum { BLOCKS = 4096 };
+  static void *dirty[BLOCKS];
+  const size_t size = 2 * KiB; /* 8 MiB of small blocks, spanning many pages */
+  for (int i = 0; i < BLOCKS; i++) {
+    dirty[i] = tes_malloc(size);
+    CHECK(dirty[i] != NULL);
+    memset(dirty[i], 0xA5, size);
+    if (i % 512 == 0) pool_add(tes_malloc(size), size); /* keeps segments alive */
+  }
+  void *large = tes_malloc(24 * MiB);
+  CHECK(large != NULL);
+  memset(large, 0xA5, 24 * MiB);
+  for (int i = 0; i < BLOCKS; i++) tes_free(dirty[i]);
+  tes_free(large);
+  injected_before = tes_fault_injected();
+  tes_fault_fail_always(TES_FAULT_MADVISE, true);
+  tes_collect(true);
+  expect_injected();
+  pool_verify();
+  /* The memory purge could not release is reused, and calloc zeroes it. */
+  for (int i = 0; i < BLOCKS; i++) {
+    unsigned char *p = tes_calloc(1, size);
+    CHECK(p != NULL);
+    for (size_t j = 0; j < size; j++) CHECK(p[j] == 0);
+    dirty[i] = p;
+  }
+  unsigned char *big = tes_calloc(1, 24 * MiB);
+  CHECK(big != NULL);
+  for (size_t j = 0; j < 24 * MiB; j += 97) CHECK(big[j] == 0);
+  for (int i = 0; i < BLOCKS; i++) tes_free(dirty[i]);
+  tes_free(big);
+  tes_collect(true);
+  pool_verify();
+  works_after_clear(KIND_CALLOC, 0, size, 1000);
+  tes_collect(true); /* with madvise working again */
+  pool_free_all();
+}
+
+/* Every aligned entry point, at alignments that fit in a segment and at ones
+ * that need a dedicated mapping, with every mmap failing. */
+static void check_aligned_paths(void) {
+  static const alloc_kind_t kinds[] = {KIND_ALIGNED_ALLOC, KIND_POSIX_MEMALIGN, KIND_MEMALIGN};
+  static const size_t alignments[] = {64, 4 * KiB, 1 * MiB, TES_MAX_ALIGNMENT};
+  injected_before = tes_fault_injected();
+  tes_fault_fail_always(TES_FAULT_MMAP, true);
+  for (size_t k = 0; k < 3; k++) {
+    for (size_t a = 0; a < 4; a++) {
+      size_t size = alignments[a] < 64 * KiB ? alignments[a] * 2 : 128;
+      exhaust(kinds[k], alignments[a], size, 256 * MiB);
+    }
+  }
+  exhaust(KIND_VALLOC, 4 * KiB, 8 * KiB, 256 * MiB);
+  exhaust(KIND_PVALLOC, 4 * KiB, 3 * MiB, 256 * MiB);
+  expect_injected();
+  for (size_t k = 0; k < 3; k++)
+    for (size_t a = 0; a < 4; a++) works_after_clear(kinds[k], alignments[a], 128, 2);
+  works_after_clear(KIND_VALLOC, 4 * KiB, 100, 10);
+  works_after_clear(KIND_PVALLOC, 4 * KiB, 100, 10);
+  pool_free_all();
+}
+
+/* calloc, small and large, and reallocarray of NULL, under every mmap
+ * failing; calloc of previously used memory is zero after the fault. */
+static void check_calloc(void) {
+  for (int i = 0; i < 1000; i++) pool_add(tes_malloc(200), 200);
+  for (int i = 0; i < 1000; i += 2) tes_free(pool[i].ptr); /* dirty free blocks */
+  size_t kept = 0;
+  for (size_t i = 1; i < pool_count; i += 2) pool[kept++] = pool[i];
+  pool_count = kept;
+  injected_before = tes_fault_injected();
+  tes_fault_fail_always(TES_FAULT_MMAP, true);
+  exhaust(KIND_CALLOC, 0, 200, 256 * MiB); /* reuses the dirty blocks, then fails */
+  exhaust(KIND_CALLOC, 0, 16 * MiB, 256 * MiB);
+  exhaust(KIND_REALLOCARRAY_NEW, 0, 300, 256 * MiB);
+  errno = 0;
+  CHECK(tes_calloc((size_t)1 << 20, (size_t)1 << 12) == NULL && errno == ENOMEM);
+  expect_injected();
+  works_after_clear(KIND_CALLOC, 0, 200, 500);
+  works_after_clear(KIND_CALLOC, 0, 16 * MiB, 2);
+  pool_free_all();
+}
+
+/* realloc that has to move (to a larger class, to a large block) with every
+ * mmap failing: NULL/ENOMEM and the old block intact, at each step. */
+static void check_realloc_move(void) {
+  static const size_t steps[] = {100, 1000, 20 * KiB, 300 * KiB, 3 * MiB, 48 * MiB};
+  enum { N = 64 };
+  for (int i = 0; i < N; i++) pool_add(tes_malloc(steps[0]), steps[0]);
+  /* Fill the small pages so growth needs a fresh segment. */
+  for (int i = 0; i < 20000; i++) pool_add(tes_malloc(1000), 1000);
+  injected_before = tes_fault_injected();
+  tes_fault_fail_always(TES_FAULT_MMAP, true);
+  int failures = 0;
+  for (int i = 0; i < N; i++) {
+    fault_block_t *b = &pool[i];
+    for (size_t s = 1; s < sizeof steps / sizeof steps[0]; s++) {
+      errno = 0;
+      unsigned char *q = tes_realloc(b->ptr, steps[s]);
+      if (q == NULL) {
+        CHECK(errno == ENOMEM);
+        CHECK(fault_intact(b));
+        failures++;
+        break;
+      }
+      b->ptr = q;
+      CHECK(fault_intact(b)); /* old contents moved along */
+      b->size = steps[s];
+      fault_fill(b);
+    }
+  }
+  CHECK(failures == N); /* 48 MiB can never be had without mmap */
+  expect_injected();
+  pool_verify();
+  tes_fault_clear();
+  for (int i = 0; i < N; i++) {
+    fault_block_t *b = &pool[i];
+    unsigned char *q = tes_realloc(b->ptr, 4 * MiB + (size_t)i);
+    CHECK(q != NULL);
+    b->ptr = q;
+    CHECK(fault_intact(b));
+    b->size = 4 * MiB + (size_t)i;
+    fault_fill(b);
+  }
+  pool_free_all();
+}
+
+/* A new thread needs a heap of its own. With every mmap failing, its
+ * allocations fail cleanly, and once the fault clears the same thread gets
+ * memory. Threads that start and exit under the fault leave no damage. */
+static atomic_int thread_phase;
+static fault_block_t thread_blocks[64];
+
+static void *thread_main(void *arg) {
+  (void)arg;
+  /* Phase 0: the fault is on. */
+  int nulls = 0, got = 0;
+  for (int i = 0; i < 200000 && nulls == 0; i++) {
+    errno = 0;
+    void *p = tes_malloc(512);
+    if (p == NULL) {
+      CHECK(errno == ENOMEM);
+      nulls++;
+    } else if (got < 64) {
+      thread_blocks[got].ptr = p;
+      thread_blocks[got].size = 512;
+      thread_blocks[got].seed = 900000u + (uint32_t)got;
+      fault_fill(&thread_blocks[got++]);
+    }
+    /* Blocks beyond the 64 tracked are left live on purpose: they fill the
+     * heap so a failure must come. */
+  }
+  CHECK(nulls == 1);
+  for (int i = 0; i < got; i++) CHECK(fault_intact(&thread_blocks[i]));
+  atomic_store(&thread_phase, 1);
+  while (atomic_load(&thread_phase) != 2) sched_yield();
+  /* Phase 2: the fault is cleared. */
+  for (int i = 0; i < 1000; i++) {
+    unsigned char *p = tes_malloc(64 + (size_t)i);
+    CHECK(p != NULL);
+    memset(p, 0x11, 64 + (size_t)i);
+    tes_free(p);
+  }
+  for (int i = 0; i < got; i++) {
+    CHECK(fault_intact(&thread_blocks[i]));
+    tes_free(thread_blocks[i].ptr);
+  }
+  return NULL;
+}
+
+static void *short_thread_main(void *arg) {
+  (void)arg;
+  errno = 0;
+  void *p = tes_malloc(100);
+  if (p == NULL) CHECK(errno == ENOMEM);
+  else {
+    memset(p, 0x22, 100);
+    tes_free(p);
+  }
+  return NULL;
+}
+
+static void check_thread_heap(void) {
+  for (int i = 0; i < 100; i++) pool_add(tes_malloc(300), 300);
+  injected_before = tes_fault_injected();
+  tes_fault_fail_always(TES_FAULT_MMAP, true);
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, thread_main, NULL) == 0);
+  while (atomic_load(&thread_phase) != 1) sched_yield();
+  expect_injected();
+  /* Threads that start, allocate and exit while the fault is on. */
+  for (int i = 0; i < 16; i++) {
+    pthread_t s;
+    CHECK(pthread_create(&s, NULL, short_thread_main, NULL) == 0);
+    CHECK(pthread_join(s, NULL) == 0);
+  }
+  pool_verify();
+  tes_fault_clear();
+  atomic_store(&thread_phase, 2);
+  CHECK(pthread_join(t, NULL) == 0);
+  for (int i = 0; i < 16; i++) {
+    pthread_t s;
+    CHECK(pthread_create(&s, NULL, short_thread_main, NULL) == 0);
+    CHECK(pthread_join(s, NULL) == 0);
+  }
+  works_after_clear(KIND_MALLOC, 0, 300, 1000);
+  pool_free_all();
+}
+
+/* First-class heaps: creating one and allocating from it under the fault. */
+static void check_heap_new(void) {
+  tes_heap_t *warm = tes_heap_new();
+  CHECK(warm != NULL);
+  for (int i = 0; i < 100; i++) pool_add(tes_heap_malloc(warm, 700), 700);
+  injected_before = tes_fault_injected();
+  tes_fault_fail_always(TES_FAULT_MMAP, true);
+  int nulls = 0;
+  for (int i = 0; i < 1000000 && nulls == 0; i++) {
+    errno = 0;
+    void *p = tes_heap_malloc(warm, 700);
+    if (p == NULL) {
+      CHECK(errno == ENOMEM);
+      nulls++;
+    }
+  }
+  CHECK(nulls == 1);
+  errno = 0;
+  tes_heap_t *h = tes_heap_new();
+  if (h == NULL) {
+    CHECK(errno == ENOMEM);
+  } else {
+    errno = 0;
+    void *p = tes_heap_malloc(h, 5 * MiB);
+    CHECK(p == NULL && errno == ENOMEM);
+    tes_heap_destroy(h);
+  }
+  expect_injected();
+  pool_verify();
+  tes_fault_clear();
+  h = tes_heap_new();
+  CHECK(h != NULL);
+  for (int i = 0; i < 100; i++) {
+    void *p = tes_heap_malloc(h, 1000);
+    CHECK(p != NULL);
+    memset(p, 0x33, 1000);
+  }
+  tes_heap_destroy(h);
+  pool_verify();
+  tes_heap_destroy(warm); /* frees the pool's blocks too */
+  pool_count = 0;
+  works_after_clear(KIND_MALLOC, 0, 700, 100);
+  pool_free_all();
+}
+
+typedef struct fault_check_s {
+  const char *name;
+  void (*run)(void);
+} fault_check_t;
+
+static const fault_check_t checks[] = {
+  {"first_segment", check_first_segment},
+  {"segment_growth", check_segment_growth},
+  {"nth_mmap_sweep", check_nth_mmap_sweep},
+  {"large_mmap", check_large_mmap},
+  {"huge_realloc_mremap", check_huge_realloc_mremap},
+  {"madvise_purge", check_madvise_purge},
+  {"aligned_paths", check_aligned_paths},
+  {"calloc", check_calloc},
+  {"realloc_move", check_realloc_move},
+  {"thread_heap", check_thread_heap},
+  {"heap_new", check_heap_new},
+};
+
+int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) puts(checks[i].name);
+    return 0;
+  }
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s CHECK | --list\n", argv[0]);
+    return 2;
+  }
+  for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+    if (strcmp(argv[1], checks[i].name) == 0) {
+      checks[i].run();
+      tes_fault_clear();
+      printf("fault.%s: ok (%llu failures injected)\n", checks[i].name,
+             (unsigned long long)tes_fault_injected());
+      return 0;
+    }
+  }
+  fprintf(stderr, "%s: unknown check '%s' (try --list)\n", argv[0], argv[1]);
+  return 2;
+}

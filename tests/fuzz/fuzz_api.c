@@ -1,0 +1,276 @@
+/* fuzz_api.c — libFuzzer harness: sequences of libtessera API calls whose
+ * kinds, sizes, alignments and targets come from the input.
+ *
+ * The input is read as a program: one opcode byte, then the bytes its
+ * arguments need. 32 slots hold live blocks; every block is filled with a
+ * pattern seeded per block, re-checked in full whenever an operation touches
+ * it and, for every live block, at the end of each input. Checked besides
+ * contents: alignment (16 bytes always, the requested alignment for the
+ * aligned calls), tes_usable_size >= the request, calloc memory is zero,
+ * realloc keeps the common prefix, overflowing calloc/reallocarray and
+ * invalid alignments fail with ENOMEM/EINVAL, and a first-class heap's
+ * blocks vanish with tes_heap_destroy. Any violation prints what and aborts,
+ * which libFuzzer reports as a crash with the input saved.
+ *
+ * Links tessera_nooverride (tes_* only) so libFuzzer's own mallocs stay on
+ * libc. Built by tests/fuzz/CMakeLists.txt in the clang sub-build that
+ * tests/fuzz/fuzz.sh drives. */
+#include "tessera.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOTS 32
+
+typedef struct slot_s {
+  unsigned char *ptr;
+  size_t size;
+  uint64_t seed;
+  bool in_heap; /* allocated from the fuzz heap, freed by tes_heap_destroy */
+} slot_t;
+
+typedef struct input_s {
+  const uint8_t *data;
+  size_t len, pos;
+} input_t;
+
+static slot_t slots[SLOTS];
+static uint64_t seed_counter;
+static tes_heap_t *fuzz_heap;
+
+#define FAIL(...)                                   \
+  do {                                              \
+    fprintf(stderr, "fuzz_api: " __VA_ARGS__);      \
+    fputc('\n', stderr);                            \
+    abort();                                        \
+  } while (0)
+
+static uint8_t take8(input_t *in) { return in->pos < in->len ? in->data[in->pos++] : 0; }
+static uint16_t take16(input_t *in) { return (uint16_t)(take8(in) | take8(in) << 8); }
+
+/* Sizes spread over every path: tiny, small classes, medium, large, huge. */
+static size_t take_size(input_t *in) {
+  uint8_t range = take8(in);
+  uint16_t v = take16(in);
+  switch (range & 7) {
+    case 0: return v % 33;                          /* 0..32, including 0 */
+    case 1: case 2: return v % 1025;
+    case 3: return v % 16385;
+    case 4: return (size_t)v * 4 + (range >> 3);    /* up to 256 KiB */
+    case 5: return (size_t)v * 64 + (range >> 3);   /* up to 4 MiB */
+    case 6: return ((size_t)1 << (v % 23)) + (range >> 3) - 4; /* around powers of two */
+    default: return (size_t)(v % 256) << 16;        /* up to 16 MiB, multiples of 64 KiB */
+  }
+}
+
+static inline unsigned char pattern(uint64_t seed, size_t i) {
+  return (unsigned char)(seed >> (i & 7) * 8 ^ i ^ i >> 9);
+}
+
+static void fill(slot_t *s) {
+  for (size_t i = 0; i < s->size; i++) s->ptr[i] = pattern(s->seed, i);
+}
+
+static void verify(const slot_t *s, size_t len, const char *when) {
+  for (size_t i = 0; i < len; i++)
+    if (s->ptr[i] != pattern(s->seed, i))
+      FAIL("%s: block %p (%zu bytes) byte %zu is 0x%02x, expected 0x%02x", when,
+           (void *)s->ptr, s->size, i, s->ptr[i], pattern(s->seed, i));
+}
+
+static void adopt(slot_t *s, void *p, size_t size, size_t alignment, bool in_heap) {
+  if (((uintptr_t)p & 15) != 0) FAIL("%p (size %zu) is not 16-byte aligned", p, size);
+  if (alignment && ((uintptr_t)p & (alignment - 1)) != 0)
+    FAIL("%p (size %zu) is not aligned to %zu", p, size, alignment);
+  if (tes_usable_size(p) < size)
+    FAIL("usable size %zu < requested %zu at %p", tes_usable_size(p), size, p);
+  s->ptr = p;
+  s->size = size;
+  s->seed = ++seed_counter * 0x9E3779B97F4A7C15ull;
+  s->in_heap = in_heap;
+  fill(s);
+}
+
+static void release(slot_t *s) {
+  if (!s->ptr) return;
+  verify(s, s->size, "before free");
+  tes_free(s->ptr);
+  s->ptr = NULL;
+}
+
+static void expect_fail(void *p, int err, const char *what) {
+  if (p != NULL) FAIL("%s succeeded, expected errno %d", what, err);
+  if (errno != err) FAIL("%s: errno %d, expected %d", what, errno, err);
+}
+
+static void run_op(input_t *in) {
+  uint8_t op = take8(in);
+  slot_t *s = &slots[take8(in) % SLOTS];
+  switch (op % 14) {
+    case 0: { /* malloc */
+      size_t size = take_size(in);
+      release(s);
+      void *p = tes_malloc(size);
+      if (!p) FAIL("malloc(%zu) returned NULL", size);
+      adopt(s, p, size, 0, false);
+      break;
+    }
+    case 1: { /* calloc, sometimes with an overflowing product */
+      size_t size = take_size(in);
+      uint8_t n = take8(in);
+      if (n == 255) {
+        errno = 0;
+        expect_fail(tes_calloc(SIZE_MAX / 2 + 1, 2 + size), ENOMEM, "calloc overflow");
+        break;
+      }
+      size_t count = (size_t)(n % 8) + 1;
+      release(s);
+      unsigned char *p = tes_calloc(count, size / count);
+      size_t total = count * (size / count);
+      if (!p) FAIL("calloc(%zu, %zu) returned NULL", count, size / count);
+      for (size_t i = 0; i < total; i++)
+        if (p[i]) FAIL("calloc(%zu, %zu): byte %zu is not zero", count, size / count, i);
+      adopt(s, p, total, 0, false);
+      break;
+    }
+    case 2: case 3: { /* realloc (from NULL, grow, shrink) */
+      size_t size = take_size(in);
+      if (s->ptr && s->in_heap) break; /* heap blocks are tested by case 11 */
+      if (size == 0) size = 1;          /* realloc(p, 0) is implementation-defined */
+      size_t keep = !s->ptr ? 0 : s->size < size ? s->size : size;
+      if (s->ptr) verify(s, s->size, "before realloc");
+      unsigned char *p = tes_realloc(s->ptr, size);
+      if (!p) FAIL("realloc(%p, %zu) returned NULL", (void *)s->ptr, size);
+      s->ptr = p;
+      verify(s, keep, "after realloc");
+      adopt(s, p, size, 0, false);
+      break;
+    }
+    case 4: case 5: /* free, free_sized */
+      if (s->ptr && !s->in_heap && op % 14 == 5) {
+        verify(s, s->size, "before free_sized");
+        tes_free_sized(s->ptr, s->size);
+        s->ptr = NULL;
+      } else {
+        release(s);
+      }
+      break;
+    case 6: { /* aligned_alloc / posix_memalign / memalign with a power of two */
+      size_t alignment = (size_t)1 << (take8(in) % 24);
+      size_t size = take_size(in);
+      uint8_t which = take8(in) % 3;
+      release(s);
+      void *p = NULL;
+      if (which == 0) p = tes_aligned_alloc(alignment, size);
+      else if (which == 1) {
+        size_t a = alignment < sizeof(void *) ? sizeof(void *) : alignment;
+        int rc = tes_posix_memalign(&p, a, size);
+        if (rc) FAIL("posix_memalign(%zu, %zu) = %d", a, size, rc);
+        alignment = a;
+      } else p = tes_memalign(alignment, size);
+      if (!p) FAIL("aligned call %d (%zu, %zu) returned NULL", which, alignment, size);
+      adopt(s, p, size, alignment, false);
+      break;
+    }
+    case 7: { /* invalid alignments fail with EINVAL */
+      size_t alignment = (size_t)take16(in) * 2 + 3; /* odd, so never a power of two */
+      void *p = NULL;
+      errno = 0;
+      expect_fail(tes_aligned_alloc(alignment, 64), EINVAL, "aligned_alloc(odd)");
+      if (tes_posix_memalign(&p, alignment, 64) != EINVAL) FAIL("posix_memalign(odd) != EINVAL");
+      errno = 0;
+      expect_fail(tes_aligned_alloc(TES_MAX_ALIGNMENT << 1, 64), EINVAL,
+                  "aligned_alloc(beyond TES_MAX_ALIGNMENT)");
+      break;
+    }
+    case 8: { /* reallocarray, sometimes overflowing */
+      uint8_t n = take8(in);
+      size_t size = take_size(in);
+      if (s->ptr && s->in_heap) break;
+      if (n == 255 && s->ptr) {
+        errno = 0;
+        expect_fail(tes_reallocarray(s->ptr, SIZE_MAX / 4, 8), ENOMEM, "reallocarray overflow");
+        verify(s, s->size, "after failed reallocarray");
+        break;
+      }
+      size_t count = (size_t)(n % 4) + 1, each = size / count + 1;
+      size_t keep = !s->ptr ? 0 : s->size < count * each ? s->size : count * each;
+      if (s->ptr) verify(s, s->size, "before reallocarray");
+      unsigned char *p = tes_reallocarray(s->ptr, count, each);
+      if (!p) FAIL("reallocarray(%zu, %zu) returned NULL", count, each);
+      s->ptr = p;
+      verify(s, keep, "after reallocarray");
+      adopt(s, p, count * each, 0, false);
+      break;
+    }
+    case 9: /* valloc / pvalloc */
+      release(s);
+      {
+        size_t size = take_size(in) + 1;
+        void *p = take8(in) & 1 ? tes_valloc(size) : tes_pvalloc(size);
+        if (!p) FAIL("valloc/pvalloc(%zu) returned NULL", size);
+        adopt(s, p, size, 4096, false);
+      }
+      break;
+    case 10: /* verify everything */
+      for (int i = 0; i < SLOTS; i++)
+        if (slots[i].ptr) verify(&slots[i], slots[i].size, "full check");
+      break;
+    case 11: { /* first-class heap: allocate from it, or destroy it */
+      uint8_t what = take8(in);
+      if (what % 5 == 4 && fuzz_heap) {
+        for (int i = 0; i < SLOTS; i++)
+          if (slots[i].ptr && slots[i].in_heap) {
+            verify(&slots[i], slots[i].size, "before heap destroy");
+            slots[i].ptr = NULL;
+          }
+        tes_heap_destroy(fuzz_heap);
+        fuzz_heap = NULL;
+        break;
+      }
+      if (!fuzz_heap) fuzz_heap = tes_heap_new();
+      if (!fuzz_heap) FAIL("tes_heap_new returned NULL");
+      size_t size = take_size(in);
+      release(s);
+      void *p = tes_heap_malloc(fuzz_heap, size);
+      if (!p) FAIL("tes_heap_malloc(%zu) returned NULL", size);
+      adopt(s, p, size, 0, true);
+      break;
+    }
+    case 12: /* give memory back, then keep going */
+      tes_collect(take8(in) & 1);
+      break;
+    default: { /* usable size is stable and covers the request */
+      if (!s->ptr) break;
+      size_t u = tes_usable_size(s->ptr);
+      if (u < s->size || u != tes_usable_size(s->ptr)) FAIL("usable size %zu unstable", u);
+      /* The slack up to the usable size is ours to write. */
+      memset(s->ptr + s->size, 0xEE, u - s->size);
+      verify(s, s->size, "after writing the slack");
+      break;
+    }
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
+  input_t in = {data, len > 4096 ? 4096 : len, 0};
+  while (in.pos < in.len) run_op(&in);
+  for (int i = 0; i < SLOTS; i++) {
+    if (slots[i].ptr && slots[i].in_heap) {
+      verify(&slots[i], slots[i].size, "end of input");
+      slots[i].ptr = NULL; /* released with the heap below */
+    } else {
+      release(&slots[i]);
+    }
+  }
+  if (fuzz_heap) {
+    tes_heap_destroy(fuzz_heap);
+    fuzz_heap = NULL;
+  }
+  return 0;
+}

@@ -1,0 +1,144 @@
+/* bugs.c — one heap bug per run, for the death tests.
+ *
+ *   security_bugs SCENARIO
+ *
+ * Each scenario commits exactly one misuse of the allocator (double free,
+ * freeing a pointer it never returned, writing past the requested size) and
+ * then, if it is still alive, says so on stdout. The program uses the
+ * standard malloc/free names and runs with the library under test preloaded
+ * (LD_PRELOAD); it refuses to run (exit 3) when no libtessera is loaded, so
+ * a broken preload cannot pass for a detected bug. death_runner checks how it
+ * ends. Pointers go through launder() so the compiler cannot see (and warn
+ * about or remove) the bug. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static void *launder(void *p) {
+  __asm__ volatile("" : "+r"(p));
+  return p;
+}
+
+static char global_buffer[256];
+
+/* Still alive after the bug: prove the allocator keeps working, and that it
+ * never hands out the same block twice (a double free that slipped into a
+ * free list would show up as a duplicate here). */
+static int keep_working(void) {
+  enum { N = 2000 };
+  static unsigned char *blocks[N];
+  for (int i = 0; i < N; i++) {
+    size_t size = 16 + (size_t)(i % 64) * 8;
+    blocks[i] = malloc(size);
+    if (!blocks[i]) {
+      printf("malloc failed after the error\n");
+      return 1;
+    }
+    memset(blocks[i], i & 0xff, size);
+  }
+  for (int i = 0; i < N; i++) {
+    size_t size = 16 + (size_t)(i % 64) * 8;
+    for (size_t j = 0; j < size; j++)
+      if (blocks[i][j] != (unsigned char)(i & 0xff)) {
+        printf("block %d overwritten: a block was handed out twice\n", i);
+        return 1;
+      }
+  }
+  for (int i = 0; i < N; i++) free(blocks[i]);
+  printf("continued: %d blocks allocated, all distinct and intact\n", N);
+  return 0;
+}
+
+static void *foreign_mapping(size_t len) {
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) {
+    perror("mmap");
+    exit(4);
+  }
+  return m;
+}
+
+static int scenario(const char *name) {
+  if (strcmp(name, "double_free") == 0) {
+    char *p = malloc(40);
+    free(launder(p));
+    free(launder(p));
+  } else if (strcmp(name, "double_free_not_head") == 0) {
+    /* The first block is no longer at the head of its free list. */
+    char *p = malloc(40), *q = malloc(40);
+    free(launder(p));
+    free(launder(q));
+    free(launder(p));
+  } else if (strcmp(name, "double_free_medium") == 0) {
+    char *p = malloc(100000);
+    free(launder(p));
+    free(launder(p));
+  } else if (strcmp(name, "free_stack") == 0) {
+    char local[64];
+    memset(local, 1, sizeof local);
+    free(launder(local + 16));
+  } else if (strcmp(name, "free_global") == 0) {
+    free(launder(global_buffer + 32));
+  } else if (strcmp(name, "free_interior") == 0) {
+    char *p = malloc(64);
+    free(launder(p + 16));
+  } else if (strcmp(name, "free_misaligned") == 0) {
+    char *p = malloc(64);
+    free(launder(p + 1));
+  } else if (strcmp(name, "free_foreign") == 0) {
+    char *m = foreign_mapping(1 << 16);
+    free(launder(m + 4096));
+  } else if (strcmp(name, "realloc_foreign") == 0) {
+    char *m = foreign_mapping(1 << 16);
+    void *r = realloc(launder(m + 256), 100);
+    printf("realloc returned %p\n", r);
+  } else if (strcmp(name, "overflow_small") == 0) {
+    /* 20 bytes requested; the 4 bytes after them are inside the block's
+     * class but past what the program asked for. */
+    char *p = launder(malloc(20));
+    memset(p, 'a', 20);
+    memset(launder(p + 20), 'X', 4);
+    free(p);
+  } else if (strcmp(name, "overflow_one_byte") == 0) {
+    char *p = launder(malloc(100));
+    memset(p, 'a', 100);
+    ((volatile char *)p)[100] = 0;
+    free(p);
+  } else if (strcmp(name, "foreign_not_reused") == 0) {
+    /* A pointer no segment owns must be reported and never enter a free
+     * list: no later malloc may return memory inside the foreign mapping. */
+    const size_t len = 1 << 16;
+    char *m = foreign_mapping(len);
+    for (size_t off = 0; off < len; off += 4096) free(launder(m + off));
+    for (int i = 0; i < 20000; i++) {
+      char *p = malloc(16 + (size_t)(i % 256) * 16);
+      if (p >= m && p < m + len) {
+        printf("malloc returned %p inside the freed foreign mapping\n", (void *)p);
+        return 1;
+      }
+    }
+    printf("foreign memory never handed out\n");
+    return keep_working();
+  } else {
+    fprintf(stderr, "bugs: unknown scenario '%s'\n", name);
+    return 2;
+  }
+  return keep_working();
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s SCENARIO\n", argv[0]);
+    return 2;
+  }
+  if (dlsym(RTLD_DEFAULT, "tes_malloc") == NULL) {
+    fprintf(stderr, "bugs: libtessera is not loaded (run with LD_PRELOAD)\n");
+    return 3;
+  }
+  setvbuf(stdout, NULL, _IONBF, 0); /* nothing lost if the allocator aborts */
+  return scenario(argv[1]);
+}
