@@ -1,0 +1,45 @@
+/* Running one workload process and measuring it: fork, set or clear
+ * LD_PRELOAD, exec; capture stdout and stderr through pipes; sample VmRSS
+ * from /proc/<pid>/status while it runs (optional); kill the whole process
+ * group at the timeout; reap with wait4 for user/sys CPU time and peak RSS;
+ * wall time from the monotonic clock, taken when the kernel reports the exit
+ * (pidfd), not at the next poll tick.
+ * Invariants: every process started here is reaped before bench_spawn
+ * returns, and its process group is killed, so no workload outlives its
+ * measurement (redis-server included). Called by tools/cmd_bench.c. */
+#ifndef TESSERA_BENCH_PROC_H
+#define TESSERA_BENCH_PROC_H
+
+#include <stddef.h>
+
+#define BENCH_EXIT_UNAVAILABLE 77 /* workload: "not installed here" */
+
+typedef struct bench_spawn_s {
+  char *const *argv;       /* argv[0] is the program path */
+  const char *preload;     /* shared object for LD_PRELOAD, NULL = none */
+  double timeout_s;
+  double sample_every_s;   /* > 0: sample VmRSS this often */
+} bench_spawn_t;
+
+typedef struct bench_outcome_s {
+  double wall_s, user_s, sys_s;
+  long maxrss_kib;
+  char status[32];         /* ok | exit:N | signal:NAME | timeout | skipped | error */
+  char *out;               /* captured stdout, NUL-terminated (malloc'd) */
+  char *err;               /* captured stderr, NUL-terminated (malloc'd) */
+  double *sample_t;        /* RSS samples: seconds since start ... */
+  long *sample_kib;        /* ... and VmRSS in KiB (malloc'd, n_samples each) */
+  size_t n_samples;
+} bench_outcome_t;
+
+/* Runs the process to completion (or timeout). Returns 0 when it ran (see
+ * status for how it ended) and -1 when it could not be started (status
+ * "error", err holds why). Free the outcome with bench_outcome_free. */
+int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *outcome);
+
+void bench_outcome_free(bench_outcome_t *outcome);
+
+/* "SIGSEGV" for 11, ...; "SIG<n>" for unknown numbers (static buffer). */
+const char *bench_signal_name(int sig);
+
+#endif

@@ -1,0 +1,844 @@
+/* cmd_bench.c — `tessera bench`: the allocator comparison suite.
+ *
+ *   tessera bench [--quick|--full] [--allocators a,b] [--workloads x,y]
+ *                 [--runs N] [--baseline NAME] [--allocator NAME=PATH.so]
+ *                 [--threads N,M] [--scale F] [--timeout S] [--no-charts]
+ *                 [--out DIR] [--list] [--from DIR]
+ *
+ * This file is the orchestration only: it turns the catalog
+ * (bench/runner/bench_catalog.c) into rows — one per workload and thread
+ * count, one per trace set — chooses the allocators, and runs the schedule
+ * run by run: for run r, for each row, every allocator once, the allocator
+ * order rotated by r and the row index, so drift of the machine hits every
+ * allocator alike. Each run is a separate process (bench_proc.c); its record
+ * goes to results.csv at once, so an interrupted suite leaves what it
+ * measured. The report (table, report.md, results.json) is built from
+ * results.csv as read back, and the charts are drawn by bench/plot.py with
+ * matplotlib from the project-local .venv, which this command creates on
+ * first use (python3 -m venv + pip; no root).
+ *
+ * Results go to DIR/<UTC timestamp>/ (DIR defaults to ./bench-results) and
+ * DIR/latest points at the newest. Exit status: 0 when the suite ran (failed
+ * runs are results, shown in the report), 2 for a usage error, 1 when the
+ * results could not be written. */
+#define _GNU_SOURCE
+#include "commands.h"
+
+#include "bench_catalog.h"
+#include "bench_machine.h"
+#include "bench_proc.h"
+#include "bench_report.h"
+#include "bench_results.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_ALLOCS 16
+#define MAX_ROWS 128
+#define MAX_NOTES 64
+#define MAX_TRACE_FILES 256
+
+typedef struct bench_config_s {
+  int runs;
+  double scale;
+  double timeout_s;
+  int quick;
+  int charts;
+  int thread_list[8];
+  int n_threads;            /* 0 = derive from the cores */
+  const char *allocators;   /* comma list or NULL */
+  const char *workloads;    /* comma list or NULL */
+  const char *baseline;
+  const char *out_root;
+  const char *from_dir;
+  int list;
+  bench_allocator_t custom[MAX_ALLOCS];
+  size_t n_custom;
+} bench_config_t;
+
+/* One line of the schedule: a workload at one thread count with its argv. */
+typedef struct bench_job_s {
+  const bench_workload_t *workload;
+  char name[BENCH_NAME_MAX];  /* the CSV's workload column */
+  char label[BENCH_NAME_MAX + 16];
+  int threads;
+  char *argv[MAX_TRACE_FILES + 16];
+  int argc;
+  int dropped;                /* skipped by the program itself: not run again */
+} bench_job_t;
+
+static char *notes[MAX_NOTES];
+static size_t n_notes;
+
+static void add_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void add_note(const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  printf("  skip: %s\n", buf);
+  if (n_notes < MAX_NOTES) notes[n_notes++] = strdup(buf);
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: tessera bench [OPTIONS]\n"
+          "\n"
+          "Compares malloc implementations on the same workload programs, each\n"
+          "allocator loaded with LD_PRELOAD: the system allocator, libtessera and\n"
+          "every installed peer (jemalloc, tcmalloc, mimalloc).\n"
+          "\n"
+          "  --quick              smoke run: 1 run, small sizes, 1x-cores threads (< 1 min)\n"
+          "  --full               5 runs, 3x the default sizes\n"
+          "  --runs N             runs of every (workload, allocator) pair (default 3)\n"
+          "  --allocators a,b,c   allocators to compare (default: all available)\n"
+          "  --allocator NAME=SO  add (or replace) an allocator given by its shared object\n"
+          "  --baseline NAME      ratios are against this allocator (default: system)\n"
+          "  --workloads x,y      workloads or groups to run (see --list; default: all)\n"
+          "  --threads N,M        thread counts for multi-threaded workloads\n"
+          "                       (default: 1, 2 and 4 times the cores)\n"
+          "  --scale F            multiply every workload's size by F\n"
+          "  --timeout S          seconds before a run is killed (default 120)\n"
+          "  --no-charts          do not draw PNG charts\n"
+          "  --out DIR            results root (default: bench-results); results go to\n"
+          "                       DIR/<timestamp>/ and DIR/latest points at them\n"
+          "  --from DIR           rebuild the report of DIR/results.csv, run nothing\n"
+          "  --list               list workloads, allocators and trace sets\n");
+}
+
+/* ---- option parsing ---------------------------------------------------- */
+
+static int parse_positive(const char *opt, const char *v, double min, double max, double *out) {
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (*v == '\0' || *end || errno || !(d >= min && d <= max)) {
+    fprintf(stderr, "tessera bench: %s wants a number in %g..%g, not '%s'\n", opt, min, max, v);
+    return -1;
+  }
+  *out = d;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, bench_config_t *c) {
+  memset(c, 0, sizeof *c);
+  c->runs = 3;
+  c->scale = 1.0;
+  c->timeout_s = 120;
+  c->charts = 1;
+  c->baseline = "system";
+  c->out_root = "bench-results";
+  int runs_given = 0, scale_given = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    double d;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      exit(0);
+    } else if (!strcmp(a, "--quick")) {
+      c->quick = 1;
+    } else if (!strcmp(a, "--full")) {
+      c->quick = -1;
+    } else if (!strcmp(a, "--list")) {
+      c->list = 1;
+    } else if (!strcmp(a, "--no-charts")) {
+      c->charts = 0;
+    } else if (!v) {
+      fprintf(stderr, "tessera bench: unknown option or missing value: %s\n", a);
+      usage(stderr);
+      return -1;
+    } else {
+      i++;
+      if (!strcmp(a, "--runs")) {
+        if (parse_positive(a, v, 1, 1000, &d) || d != floor(d)) return -1;
+        c->runs = (int)d;
+        runs_given = 1;
+      } else if (!strcmp(a, "--scale")) {
+        if (parse_positive(a, v, 0.001, 1000, &d)) return -1;
+        c->scale = d;
+        scale_given = 1;
+      } else if (!strcmp(a, "--timeout")) {
+        if (parse_positive(a, v, 1, 86400, &c->timeout_s)) return -1;
+      } else if (!strcmp(a, "--allocators")) {
+        c->allocators = v;
+      } else if (!strcmp(a, "--workloads")) {
+        c->workloads = v;
+      } else if (!strcmp(a, "--baseline")) {
+        c->baseline = v;
+      } else if (!strcmp(a, "--out")) {
+        c->out_root = v;
+      } else if (!strcmp(a, "--from")) {
+        c->from_dir = v;
+      } else if (!strcmp(a, "--threads")) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", v);
+        c->n_threads = 0;
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+          if (parse_positive(a, tok, 1, 1024, &d) || d != floor(d)) return -1;
+          if (c->n_threads == 8) {
+            fprintf(stderr, "tessera bench: at most 8 thread counts\n");
+            return -1;
+          }
+          c->thread_list[c->n_threads++] = (int)d;
+        }
+      } else if (!strcmp(a, "--allocator")) {
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v || !eq[1] || c->n_custom == MAX_ALLOCS) {
+          fprintf(stderr, "tessera bench: --allocator wants NAME=PATH.so, not '%s'\n", v);
+          return -1;
+        }
+        bench_allocator_t *al = &c->custom[c->n_custom++];
+        memset(al, 0, sizeof *al);
+        snprintf(al->name, sizeof al->name, "%.*s", (int)(eq - v), v);
+        snprintf(al->path, sizeof al->path, "%s", eq + 1);
+        if (!bench_valid_name(al->name)) {
+          fprintf(stderr, "tessera bench: allocator name '%s' may only use letters, digits and _.+-\n", al->name);
+          return -1;
+        }
+        al->available = access(al->path, R_OK) == 0;
+        al->install_hint = "the file given with --allocator does not exist";
+      } else {
+        fprintf(stderr, "tessera bench: unknown option %s\n", a);
+        usage(stderr);
+        return -1;
+      }
+    }
+  }
+  if (c->quick == 1) {
+    if (!runs_given) c->runs = 1;
+    if (!scale_given) c->scale = 0.05;
+    if (c->timeout_s == 120) c->timeout_s = 60;
+  } else if (c->quick == -1) {
+    if (!runs_given) c->runs = 5;
+    if (!scale_given) c->scale = 3.0;
+    if (c->timeout_s == 120) c->timeout_s = 600;
+  }
+  return 0;
+}
+
+/* 1 when name is in the comma-separated list. */
+static int in_list(const char *list, const char *name) {
+  size_t len = strlen(name);
+  for (const char *p = list; *p;) {
+    size_t n = strcspn(p, ",");
+    if (n == len && !strncmp(p, name, n)) return 1;
+    p += n;
+    if (*p == ',') p++;
+  }
+  return 0;
+}
+
+/* ---- allocators -------------------------------------------------------- */
+
+static size_t choose_allocators(const bench_config_t *c, bench_allocator_t *out) {
+  bench_allocator_t known[MAX_ALLOCS];
+  size_t n_known = bench_known_allocators(tessera_self_dir(), known, MAX_ALLOCS);
+  /* Custom allocators replace known ones of the same name, else join. */
+  for (size_t i = 0; i < c->n_custom; i++) {
+    size_t k = 0;
+    while (k < n_known && strcmp(known[k].name, c->custom[i].name)) k++;
+    if (k == n_known && n_known < MAX_ALLOCS) n_known++;
+    if (k < MAX_ALLOCS) known[k] = c->custom[i];
+  }
+  if (c->allocators) {
+    for (const char *p = c->allocators; *p;) {
+      size_t n = strcspn(p, ",");
+      int found = 0;
+      for (size_t k = 0; k < n_known; k++)
+        if (strlen(known[k].name) == n && !strncmp(known[k].name, p, n)) found = 1;
+      if (!found) {
+        fprintf(stderr, "tessera bench: unknown allocator '%.*s' (see --list, or give --allocator NAME=PATH.so)\n",
+                (int)n, p);
+        return (size_t)-1;
+      }
+      p += n;
+      if (*p == ',') p++;
+    }
+  }
+  size_t n = 0;
+  for (size_t k = 0; k < n_known; k++) {
+    if (c->allocators && !in_list(c->allocators, known[k].name)) continue;
+    if (!known[k].available) {
+      add_note("allocator %s: %s not found; %s", known[k].name, known[k].path,
+               known[k].install_hint ? known[k].install_hint : "");
+      continue;
+    }
+    out[n++] = known[k];
+  }
+  return n;
+}
+
+/* ---- rows -------------------------------------------------------------- */
+
+static int selected(const bench_config_t *c, const bench_workload_t *w, const char *row_name) {
+  if (!c->workloads) return 1;
+  return in_list(c->workloads, w->name) || in_list(c->workloads, w->group) || in_list(c->workloads, row_name);
+}
+
+static void job_arg(bench_job_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void job_arg(bench_job_t *j, const char *fmt, ...) {
+  char buf[PATH_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (j->argc < (int)(sizeof j->argv / sizeof j->argv[0]) - 1) j->argv[j->argc++] = strdup(buf);
+  j->argv[j->argc] = NULL;
+}
+
+static int thread_counts(const bench_config_t *c, bench_threading_t t, int *out) {
+  int cores = bench_cpu_count();
+  if (t == BENCH_THREADS_NONE) {
+    out[0] = 1;
+    return 1;
+  }
+  if (t == BENCH_THREADS_CORES) {
+    out[0] = cores;
+    return 1;
+  }
+  if (c->n_threads) {
+    memcpy(out, c->thread_list, (size_t)c->n_threads * sizeof(int));
+    return c->n_threads;
+  }
+  if (c->quick == 1) {
+    out[0] = cores;
+    return 1;
+  }
+  out[0] = cores;
+  out[1] = 2 * cores;
+  out[2] = 4 * cores;
+  return 3;
+}
+
+static size_t build_jobs(const bench_config_t *c, bench_job_t *jobs) {
+  size_t n = 0;
+  const char *bin = tessera_self_dir();
+  for (size_t i = 0; i < bench_workload_count; i++) {
+    const bench_workload_t *w = &bench_workloads[i];
+    if (w->source == BENCH_SRC_TRACES) {
+      char sets[16][PATH_MAX];
+      size_t n_sets = bench_trace_sets(sets, 16);
+      int any_selected = selected(c, w, w->name);
+      for (size_t s = 0; s < n_sets; s++) {
+        const char *set = strrchr(sets[s], '/') ? strrchr(sets[s], '/') + 1 : sets[s];
+        char name[BENCH_NAME_MAX];
+        snprintf(name, sizeof name, "traces-%.50s", set);
+        if (!bench_valid_name(name) || !(any_selected || selected(c, w, name)) || n == MAX_ROWS) continue;
+        bench_job_t *j = &jobs[n];
+        memset(j, 0, sizeof *j);
+        char prog[PATH_MAX];
+        if (!bench_workload_program(bin, w, prog, sizeof prog)) {
+          add_note("%s: program %s not built", name, w->program);
+          continue;
+        }
+        j->workload = w;
+        snprintf(j->name, sizeof j->name, "%s", name);
+        snprintf(j->label, sizeof j->label, "%s", name);
+        j->threads = 1;
+        job_arg(j, "%s", prog);
+        job_arg(j, "--scale");
+        job_arg(j, "%g", c->scale);
+        char *files[MAX_TRACE_FILES];
+        size_t n_files = bench_trace_files(sets[s], files, MAX_TRACE_FILES);
+        for (size_t f = 0; f < n_files; f++) {
+          job_arg(j, "%s", files[f]);
+          free(files[f]);
+        }
+        n++;
+      }
+      if (n_sets == 0 && any_selected)
+        add_note("traces: no trace sets (../shared/traces next to the source tree is absent; "
+                 "TESSERA_TRACES_DIR=DIR names another folder of sets)");
+      continue;
+    }
+    if (!selected(c, w, w->name)) continue;
+    char prog[PATH_MAX];
+    if (!bench_workload_program(bin, w, prog, sizeof prog)) {
+      if (w->source == BENCH_SRC_FIT)
+        add_note("%s: %s not built (bench/fit/ provides the fit workloads)", w->name, w->program);
+      else
+        add_note("%s: program %s not found next to %s", w->name, w->program, bin);
+      continue;
+    }
+    int counts[8];
+    int n_counts = thread_counts(c, w->threading, counts);
+    for (int t = 0; t < n_counts && n < MAX_ROWS; t++) {
+      bench_job_t *j = &jobs[n++];
+      memset(j, 0, sizeof *j);
+      j->workload = w;
+      j->threads = counts[t];
+      snprintf(j->name, sizeof j->name, "%s", w->name);
+      if (w->threading == BENCH_THREADS_NONE) snprintf(j->label, sizeof j->label, "%s", w->name);
+      else snprintf(j->label, sizeof j->label, "%s/%dt", w->name, counts[t]);
+      job_arg(j, "%s", prog);
+      if (w->source == BENCH_SRC_FIT) {
+        long iters = (long)((double)w->fit_iters * c->scale + 0.5);
+        job_arg(j, "--impl");
+        job_arg(j, "malloc");
+        job_arg(j, "--iters");
+        job_arg(j, "%ld", iters > 0 ? iters : 1);
+        continue;
+      }
+      job_arg(j, "--scale");
+      job_arg(j, "%g", c->scale);
+      job_arg(j, "--threads");
+      job_arg(j, "%d", counts[t]);
+      if (w->mode) {
+        job_arg(j, "--mode");
+        job_arg(j, "%s", w->mode);
+      }
+    }
+  }
+  return n;
+}
+
+/* ---- one run ----------------------------------------------------------- */
+
+/* Takes one key=value token of a workload's output into the record. Only
+ * numeric values are kept. work_s (or time_s, the name the bench/fit
+ * programs use) is the measured region; override_cpu_s and
+ * override_peak_rss_kib replace the process figures (redis: the server's). */
+static void absorb_token(const char *token, size_t len, bench_record_t *r, size_t *used) {
+  char key[64], val[64];
+  const char *eq = memchr(token, '=', len);
+  if (!eq || eq == token || (size_t)(eq - token) >= sizeof key || len - (size_t)(eq - token) - 1 >= sizeof val) return;
+  snprintf(key, sizeof key, "%.*s", (int)(eq - token), token);
+  snprintf(val, sizeof val, "%.*s", (int)(len - (size_t)(eq - token) - 1), eq + 1);
+  for (const char *k = key; *k; k++)
+    if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') || *k == '_')) return;
+  char *end;
+  double v = strtod(val, &end);
+  if (!*val || *end || !isfinite(v) || v < 0) return;
+  if (!strcmp(key, "work_s") || !strcmp(key, "time_s")) r->work_s = v;
+  else if (!strcmp(key, "override_cpu_s")) r->cpu_s = v;
+  else if (!strcmp(key, "override_peak_rss_kib")) r->peak_rss_kib = (long)v;
+  else {
+    int w = snprintf(r->extra + *used, sizeof r->extra - *used, "%s%s=%s", *used ? ";" : "", key, val);
+    if (w > 0 && (size_t)w < sizeof r->extra - *used) *used += (size_t)w;
+    else r->extra[*used] = '\0';
+  }
+}
+
+/* Fills the record's metrics from the workload's output: lines of
+ * key=value, or `result k=v k=v ...` lines (bench/fit). */
+static void absorb_output(const char *out, bench_record_t *r) {
+  size_t used = strlen(r->extra);
+  for (const char *line = out; *line;) {
+    size_t len = strcspn(line, "\n");
+    int is_result = len > 7 && !strncmp(line, "result ", 7);
+    if (is_result) {
+      for (size_t i = 7; i < len;) {
+        size_t tok = strcspn(line + i, " \t\n");
+        if (tok > len - i) tok = len - i;
+        if (tok) absorb_token(line + i, tok, r, &used);
+        i += tok + 1;
+      }
+    } else if (!memchr(line, ' ', len)) {
+      absorb_token(line, len, r, &used);
+    }
+    line += len;
+    if (*line == '\n') line++;
+  }
+}
+
+/* The last non-empty line of a text (for failure messages). */
+static void last_line(const char *text, char *buf, size_t len) {
+  buf[0] = '\0';
+  const char *end = text + strlen(text);
+  while (end > text && (end[-1] == '\n' || end[-1] == ' ')) end--;
+  const char *start = end;
+  while (start > text && start[-1] != '\n') start--;
+  snprintf(buf, len, "%.*s", (int)(end - start), start);
+}
+
+/* ---- output directory and charts -------------------------------------- */
+
+static int make_dirs(const char *path) {
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+      *p = '/';
+    }
+  return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static int make_run_dir(const char *root, char *dir, size_t len, char *stamp, size_t stamp_len) {
+  if (make_dirs(root)) {
+    fprintf(stderr, "tessera bench: cannot create %s: %s\n", root, strerror(errno));
+    return -1;
+  }
+  time_t now = time(NULL);
+  char base[32];
+  strftime(base, sizeof base, "%Y%m%d-%H%M%S", gmtime(&now));
+  for (int k = 1; k < 100; k++) {
+    if (k == 1) snprintf(stamp, stamp_len, "%s", base);
+    else snprintf(stamp, stamp_len, "%s-%d", base, k);
+    snprintf(dir, len, "%s/%s", root, stamp);
+    if (mkdir(dir, 0755) == 0) return 0;
+    if (errno != EEXIST) break;
+  }
+  fprintf(stderr, "tessera bench: cannot create %s: %s\n", dir, strerror(errno));
+  return -1;
+}
+
+/* root/latest -> stamp, replaced atomically. */
+static void point_latest(const char *root, const char *stamp) {
+  char tmp[PATH_MAX], link[PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s/.latest.%d", root, (int)getpid());
+  snprintf(link, sizeof link, "%s/latest", root);
+  unlink(tmp);
+  if (symlink(stamp, tmp) == 0 && rename(tmp, link) == 0) return;
+  unlink(tmp);
+  fprintf(stderr, "tessera bench: could not point %s at %s: %s\n", link, stamp, strerror(errno));
+}
+
+/* Runs a shell command with its output appended to log; returns its status. */
+static int run_logged(const char *command, const char *log) {
+  char buf[5 * PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s >>'%s' 2>&1", command, log) >= (int)sizeof buf) return -1;
+  int st = system(buf);
+  return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128);
+}
+
+/* Makes sure .venv has matplotlib; returns 0 and the interpreter path, or -1
+ * with a one-line reason. Serialised with flock on plot.py so two suites
+ * (the test and `make bench`) never build the venv at once. */
+static int ensure_matplotlib(const char *log, char *python, size_t len, char *why, size_t why_len) {
+  char venv[PATH_MAX], plot[PATH_MAX], cmd[3 * PATH_MAX];
+  const char *env = getenv("TESSERA_BENCH_VENV");
+  if (env && *env) snprintf(venv, sizeof venv, "%s", env);
+  else snprintf(venv, sizeof venv, "%s/.venv", bench_source_dir());
+  if (snprintf(python, len, "%s/bin/python", venv) >= (int)len) {
+    snprintf(why, why_len, "virtual environment path too long");
+    return -1;
+  }
+  snprintf(plot, sizeof plot, "%s/bench/plot.py", bench_source_dir());
+  int lock = open(plot, O_RDONLY | O_CLOEXEC);
+  if (lock < 0) {
+    snprintf(why, why_len, "%s is missing", plot);
+    return -1;
+  }
+  flock(lock, LOCK_EX);
+  int rc = -1;
+  snprintf(cmd, sizeof cmd, "'%s' -c 'import matplotlib' 2>/dev/null", python);
+  if (access(python, X_OK) == 0 && system(cmd) == 0) {
+    rc = 0;
+    goto done;
+  }
+  printf("charts: installing matplotlib into %s (first run only; log: %s)\n", venv, log);
+  fflush(stdout);
+  if (access(python, X_OK) != 0) {
+    snprintf(cmd, sizeof cmd, "python3 -m venv '%s'", venv);
+    if (run_logged(cmd, log) != 0) {
+      snprintf(why, why_len, "python3 -m venv failed (apt-get install python3-venv); see %s", log);
+      goto done;
+    }
+  }
+  snprintf(cmd, sizeof cmd,
+           "'%s' -m pip install --disable-pip-version-check --quiet --timeout 30 --retries 2 matplotlib",
+           python);
+  if (run_logged(cmd, log) != 0) {
+    snprintf(why, why_len, "pip could not install matplotlib (is PyPI reachable?); see %s", log);
+    goto done;
+  }
+  snprintf(cmd, sizeof cmd, "'%s' -c 'import matplotlib' 2>/dev/null", python);
+  if (system(cmd) != 0) {
+    snprintf(why, why_len, "matplotlib installed but does not import; see %s", log);
+    goto done;
+  }
+  rc = 0;
+done:
+  flock(lock, LOCK_UN);
+  close(lock);
+  return rc;
+}
+
+/* Draws the charts; fills chart names that exist. Writes charts.txt saying
+ * what was drawn or why not (the tests read it). */
+static size_t draw_charts(const char *dir, const char *baseline, int wanted, char charts[][64], size_t max) {
+  static const char *const names[] = {"time_ratios.png", "peak_rss.png", "footprint_rss.png"};
+  char log[PATH_MAX], python[PATH_MAX], why[PATH_MAX + 128], path[PATH_MAX];
+  snprintf(log, sizeof log, "%s/plot.log", dir);
+  snprintf(path, sizeof path, "%s/charts.txt", dir);
+  FILE *note = fopen(path, "w");
+  size_t n = 0;
+  if (!wanted) {
+    if (note) fprintf(note, "skipped: --no-charts\n");
+  } else if (ensure_matplotlib(log, python, sizeof python, why, sizeof why) != 0) {
+    printf("charts skipped: %s (CSV, JSON and Markdown are still written)\n", why);
+    if (note) fprintf(note, "skipped: matplotlib unavailable: %s\n", why);
+  } else {
+    char cmd[4 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/plot.py' --baseline '%s' '%s'", python, bench_source_dir(), baseline,
+             dir);
+    int st = run_logged(cmd, log);
+    if (st != 0) {
+      printf("charts: bench/plot.py failed (status %d); see %s\n", st, log);
+      if (note) fprintf(note, "failed: plot.py exited with %d\n", st);
+    } else {
+      for (size_t i = 0; i < sizeof names / sizeof names[0] && n < max; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (access(path, R_OK) == 0) {
+          snprintf(charts[n++], 64, "%s", names[i]);
+          if (note) fprintf(note, "drawn: %s\n", names[i]);
+        }
+      }
+    }
+  }
+  if (note) fclose(note);
+  return n;
+}
+
+/* ---- report ------------------------------------------------------------- */
+
+static int write_reports(const char *dir, const char *command, const char *baseline, int charts_wanted) {
+  char path[PATH_MAX], err[PATH_MAX + 128], machine[512], date[64];
+  snprintf(path, sizeof path, "%s/results.csv", dir);
+  bench_record_t *recs;
+  size_t n;
+  if (bench_csv_read(path, &recs, &n, err, sizeof err)) {
+    fprintf(stderr, "tessera bench: %s\n", err);
+    return -1;
+  }
+  bench_table_t table;
+  if (bench_table_build(recs, n, baseline, &table)) {
+    fprintf(stderr, "tessera bench: out of memory building the report\n");
+    free(recs);
+    return -1;
+  }
+  bench_table_print(stdout, &table);
+  fflush(stdout);
+
+  char charts[8][64];
+  const char *chart_names[8];
+  size_t n_charts = draw_charts(dir, baseline, charts_wanted, charts, 8);
+  for (size_t i = 0; i < n_charts; i++) chart_names[i] = charts[i];
+
+  time_t now = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  bench_machine_summary(machine, sizeof machine);
+  bench_report_info_t info = {command, date, machine, (const char *const *)notes, n_notes, chart_names, n_charts};
+  int rc = 0;
+  snprintf(path, sizeof path, "%s/report.md", dir);
+  if (bench_write_markdown(path, &table, &info)) rc = -1;
+  snprintf(path, sizeof path, "%s/results.json", dir);
+  if (bench_write_json(path, recs, n, &table, &info)) rc = -1;
+  if (rc) fprintf(stderr, "tessera bench: could not write the reports in %s\n", dir);
+  bench_table_free(&table);
+  free(recs);
+  return rc;
+}
+
+/* ---- --list -------------------------------------------------------------- */
+
+static void list_everything(const bench_config_t *c) {
+  const char *bin = tessera_self_dir();
+  printf("Workloads (name, group, threads, description):\n");
+  for (size_t i = 0; i < bench_workload_count; i++) {
+    const bench_workload_t *w = &bench_workloads[i];
+    char prog[PATH_MAX];
+    const char *threads = w->threading == BENCH_THREADS_SCALED ? "1,2,4x cores"
+                          : w->threading == BENCH_THREADS_CORES ? "cores"
+                                                                : "1";
+    printf("  %-14s %-8s %-13s %s%s\n", w->name, w->group, threads, w->description,
+           bench_workload_program(bin, w, prog, sizeof prog) ? "" : "  [not built]");
+  }
+  char sets[16][PATH_MAX];
+  size_t n_sets = bench_trace_sets(sets, 16);
+  printf("\nTrace sets (rows traces-<set>):\n");
+  if (n_sets == 0) printf("  none (../shared/traces is absent)\n");
+  for (size_t s = 0; s < n_sets; s++) {
+    char *files[MAX_TRACE_FILES];
+    size_t nf = bench_trace_files(sets[s], files, MAX_TRACE_FILES);
+    for (size_t f = 0; f < nf; f++) free(files[f]);
+    printf("  traces-%-20s %zu files in %s\n", strrchr(sets[s], '/') + 1, nf, sets[s]);
+  }
+  printf("\nAllocators:\n");
+  bench_allocator_t known[MAX_ALLOCS];
+  size_t n = bench_known_allocators(bin, known, MAX_ALLOCS);
+  for (size_t i = 0; i < c->n_custom && n < MAX_ALLOCS; i++) known[n++] = c->custom[i];
+  for (size_t i = 0; i < n; i++)
+    printf("  %-10s %-9s %s%s%s\n", known[i].name, known[i].available ? "available" : "absent",
+           known[i].path[0] ? known[i].path : "(system malloc, no preload)",
+           known[i].available || !known[i].install_hint ? "" : " -- ",
+           known[i].available || !known[i].install_hint ? "" : known[i].install_hint);
+  printf("\nGroups usable with --workloads: seed fit traces threads memory real\n");
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+int cmd_bench(int argc, char **argv) {
+  bench_config_t c;
+  if (parse_args(argc, argv, &c)) return 2;
+  if (c.list) {
+    list_everything(&c);
+    return 0;
+  }
+  char command[2048] = "tessera";
+  for (int i = 0; i < argc; i++) {
+    size_t used = strlen(command);
+    snprintf(command + used, sizeof command - used, " %s", argv[i]);
+  }
+  if (c.from_dir) return write_reports(c.from_dir, command, c.baseline, c.charts) ? 1 : 0;
+
+  printf("tessera bench: %s\n", c.quick == 1 ? "quick smoke run" : c.quick == -1 ? "full suite" : "default suite");
+  bench_allocator_t allocs[MAX_ALLOCS];
+  size_t n_allocs = choose_allocators(&c, allocs);
+  if (n_allocs == (size_t)-1) return 2;
+  if (n_allocs == 0) {
+    fprintf(stderr, "tessera bench: no allocator to run\n");
+    return 2;
+  }
+  int have_baseline = 0;
+  for (size_t a = 0; a < n_allocs; a++) have_baseline |= !strcmp(allocs[a].name, c.baseline);
+  if (!have_baseline) {
+    fprintf(stderr, "tessera bench: baseline '%s' is not among the allocators being run\n", c.baseline);
+    return 2;
+  }
+  static bench_job_t jobs[MAX_ROWS];
+  size_t n_jobs = build_jobs(&c, jobs);
+  if (c.workloads) {
+    for (const char *p = c.workloads; *p;) {
+      size_t n = strcspn(p, ",");
+      int known = 0;
+      for (size_t i = 0; i < bench_workload_count; i++)
+        if ((strlen(bench_workloads[i].name) == n && !strncmp(bench_workloads[i].name, p, n)) ||
+            (strlen(bench_workloads[i].group) == n && !strncmp(bench_workloads[i].group, p, n)))
+          known = 1;
+      for (size_t j = 0; j < n_jobs; j++)
+        if (strlen(jobs[j].name) == n && !strncmp(jobs[j].name, p, n)) known = 1;
+      if (!known) {
+        fprintf(stderr, "tessera bench: unknown workload '%.*s' (see --list)\n", (int)n, p);
+        return 2;
+      }
+      p += n;
+      if (*p == ',') p++;
+    }
+  }
+  if (n_jobs == 0) {
+    fprintf(stderr, "tessera bench: no workload to run\n");
+    return 2;
+  }
+
+  char dir[PATH_MAX], stamp[64], path[PATH_MAX + 32];
+  if (make_run_dir(c.out_root, dir, sizeof dir, stamp, sizeof stamp)) return 1;
+  snprintf(path, sizeof path, "%s/machine.txt", dir);
+  bench_machine_write(path, allocs, n_allocs, command);
+  snprintf(path, sizeof path, "%s/results.csv", dir);
+  FILE *csv = fopen(path, "w");
+  snprintf(path, sizeof path, "%s/rss_series.csv", dir);
+  FILE *series = fopen(path, "w");
+  snprintf(path, sizeof path, "%s/failures.log", dir);
+  FILE *failures = fopen(path, "w");
+  if (!csv || !series || !failures) {
+    fprintf(stderr, "tessera bench: cannot write in %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  bench_csv_write_header(csv);
+  fprintf(series, "workload,allocator,threads,run,t_s,rss_kib\n");
+
+  printf("allocators:");
+  for (size_t a = 0; a < n_allocs; a++) printf(" %s", allocs[a].name);
+  printf("\nrows: %zu, runs: %d, scale: %g, results: %s\n", n_jobs, c.runs, c.scale, dir);
+  fflush(stdout);
+
+  int tty = isatty(1);
+  size_t total = (size_t)c.runs * n_jobs * n_allocs, done = 0, failed = 0;
+  double suite_start = (double)time(NULL);
+  for (int run = 1; run <= c.runs; run++) {
+    for (size_t j = 0; j < n_jobs; j++) {
+      bench_job_t *job = &jobs[j];
+      if (job->dropped) {
+        done += n_allocs;
+        continue;
+      }
+      char line[1024];
+      int line_len = snprintf(line, sizeof line, "[run %d/%d] %-22s", run, c.runs, job->label);
+      int skipped_here = 0;
+      char skip_reason[256] = "";
+      for (size_t k = 0; k < n_allocs; k++) {
+        const bench_allocator_t *al = &allocs[(k + (size_t)run + j) % n_allocs];
+        if (tty) {
+          printf("\r[%3zu/%zu] run %d/%d  %-18s %-10s", done + 1, total, run, c.runs, job->label, al->name);
+          fflush(stdout);
+        }
+        bench_spawn_t spec = {job->argv, al->path[0] ? al->path : NULL, c.timeout_s,
+                              job->workload->rss_series ? 0.01 : 0};
+        bench_outcome_t o;
+        bench_spawn(&spec, &o);
+        bench_record_t rec;
+        memset(&rec, 0, sizeof rec);
+        snprintf(rec.workload, sizeof rec.workload, "%s", job->name);
+        snprintf(rec.allocator, sizeof rec.allocator, "%s", al->name);
+        rec.threads = job->threads;
+        rec.run = run;
+        rec.wall_s = o.wall_s;
+        rec.user_s = o.user_s;
+        rec.sys_s = o.sys_s;
+        rec.cpu_s = o.user_s + o.sys_s;
+        rec.peak_rss_kib = o.maxrss_kib;
+        rec.work_s = NAN;
+        snprintf(rec.status, sizeof rec.status, "%s", o.status);
+        absorb_output(o.out, &rec);
+        bench_csv_write(csv, &rec);
+        for (size_t s = 0; s < o.n_samples; s++)
+          fprintf(series, "%s,%s,%d,%d,%.4f,%ld\n", rec.workload, rec.allocator, rec.threads, run, o.sample_t[s],
+                  o.sample_kib[s]);
+        char why[256];
+        last_line(o.err, why, sizeof why);
+        if (!strcmp(o.status, "skipped")) {
+          skipped_here = 1;
+          snprintf(skip_reason, sizeof skip_reason, "%s", why);
+        } else if (!bench_record_ok(&rec)) {
+          failed++;
+          if (tty) printf("\r%*s\r", 70, "");
+          printf("  FAIL %s under %s: %s%s%s\n", job->label, al->name, o.status, why[0] ? " -- " : "", why);
+          fprintf(failures, "== %s under %s, run %d: %s\n%s\n", job->label, al->name, run, o.status, o.err);
+          fflush(failures);
+        }
+        if (line_len < (int)sizeof line - 40) {
+          if (bench_record_ok(&rec))
+            line_len += snprintf(line + line_len, sizeof line - (size_t)line_len, " %s %.3fs", al->name,
+                                 bench_record_time(&rec));
+          else
+            line_len += snprintf(line + line_len, sizeof line - (size_t)line_len, " %s %s", al->name, o.status);
+        }
+        bench_outcome_free(&o);
+        done++;
+      }
+      if (tty) printf("\r%*s\r", 70, "");
+      if (skipped_here) {
+        job->dropped = 1;
+        add_note("%s: %s", job->label, skip_reason[0] ? skip_reason : "the workload reported it cannot run here");
+      } else {
+        printf("%s\n", line);
+      }
+      fflush(stdout);
+    }
+  }
+  fclose(csv);
+  fclose(series);
+  fclose(failures);
+  printf("%zu runs in %.0f s, %zu failed\n", done, (double)time(NULL) - suite_start, failed);
+
+  int rc = write_reports(dir, command, c.baseline, c.charts);
+  point_latest(c.out_root, stamp);
+  printf("\nresults: %s/ (results.csv, results.json, report.md, machine.txt, charts)\n", dir);
+  return rc ? 1 : 0;
+}
