@@ -24,6 +24,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+import matplotlib.ticker  # noqa: E402
 
 
 def read_runs(path):
@@ -52,6 +53,22 @@ def read_runs(path):
     return order, allocators, rows
 
 
+PREFERRED = ["system", "tessera", "jemalloc", "tcmalloc", "mimalloc"]
+
+
+def ordered(allocators):
+    """The report's column order: known allocators first, then the rest as they came."""
+    known = [a for a in PREFERRED if a in allocators]
+    return known + [a for a in allocators if a not in PREFERRED]
+
+
+def color_of(alloc, allocators):
+    """One colour per allocator, the same on every chart."""
+    palette = plt.get_cmap("tab10").colors
+    names = PREFERRED + [a for a in allocators if a not in PREFERRED]
+    return palette[names.index(alloc) % len(palette)]
+
+
 def median_or_none(values):
     return statistics.median(values) if values else None
 
@@ -65,11 +82,14 @@ def grouped_bars(ax, labels, allocators, value_of, log=True):
             if v is not None and v > 0:
                 xs.append(j + (i - (len(allocators) - 1) / 2) * width)
                 ys.append(v)
-        ax.bar(xs, ys, width, label=alloc)
+        ax.bar(xs, ys, width, label=alloc, color=color_of(alloc, allocators))
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
     if log:
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.grid(axis="y", which="both", alpha=0.3)
     ax.legend(fontsize=8, ncol=min(5, len(allocators)))
 
@@ -82,7 +102,10 @@ def time_ratio_chart(out, order, allocators, rows, baseline):
         m, b = median_or_none(cell["time"]), median_or_none(base["time"])
         return m / b if m and b else None
 
-    labels = [l for l in order if any(ratio(l, a) for a in allocators)]
+    # The baseline's own bars would all be 1.0: the horizontal line shows it.
+    allocators = [a for a in allocators if a != baseline]
+    labels = [l for l in order if any(ratio(l, a) for a in allocators) or
+              any(rows[l].get(a, {}).get("failed") for a in allocators)]
     fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(labels) * max(1, len(allocators)) / 2.5), 5.5))
     grouped_bars(ax, labels, allocators, ratio)
     ax.axhline(1.0, color="black", linewidth=0.8)
@@ -129,8 +152,9 @@ def footprint_chart(out, series_path):
     if not lines:
         return False
     fig, ax = plt.subplots(figsize=(9, 5))
-    for alloc, (ts, rss) in lines.items():
-        ax.plot(ts, rss, label=alloc, linewidth=1.2)
+    for alloc in ordered(list(lines)):
+        ts, rss = lines[alloc]
+        ax.plot(ts, rss, label=alloc, linewidth=1.2, color=color_of(alloc, list(lines)))
     ax.set_xlabel("seconds since start")
     ax.set_ylabel("RSS, MiB")
     ax.set_title("footprint workload: resident memory over time (run 1)")
@@ -152,6 +176,7 @@ def main():
         print("plot.py: %s does not exist" % results, file=sys.stderr)
         return 2
     order, allocators, rows = read_runs(results)
+    allocators = ordered(allocators)
     if not order:
         print("plot.py: %s has no runs" % results, file=sys.stderr)
         return 2

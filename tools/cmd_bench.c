@@ -76,6 +76,7 @@ typedef struct bench_job_s {
   char *argv[MAX_TRACE_FILES + 16];
   int argc;
   int dropped;                /* skipped by the program itself: not run again */
+  int generate;               /* trace row waiting for generated traces */
 } bench_job_t;
 
 static char *notes[MAX_NOTES];
@@ -323,6 +324,56 @@ static int thread_counts(const bench_config_t *c, bench_threading_t t, int *out)
   return 3;
 }
 
+static void add_trace_files(bench_job_t *j, const char *dir) {
+  char *files[MAX_TRACE_FILES];
+  size_t n_files = bench_trace_files(dir, files, MAX_TRACE_FILES);
+  for (size_t f = 0; f < n_files; f++) {
+    job_arg(j, "%s", files[f]);
+    free(files[f]);
+  }
+}
+
+/* Without ../shared/traces the trace row replays what `tessera lab gen all`
+ * writes (the lab's seeded stress patterns) into the results directory. */
+static void generate_traces(bench_job_t *j, const char *dir) {
+  char out[PATH_MAX + 32], cmd[3 * PATH_MAX], log[PATH_MAX + 32];
+  snprintf(out, sizeof out, "%s/generated-traces", dir);
+  snprintf(log, sizeof log, "%s/generated-traces.log", dir);
+  snprintf(cmd, sizeof cmd, "'%s/tessera' lab gen -o '%s' all >'%s' 2>&1", tessera_self_dir(), out, log);
+  if (mkdir(out, 0755) == 0 && system(cmd) == 0) {
+    int before = j->argc;
+    add_trace_files(j, out);
+    if (j->argc > before) {
+      printf("traces: ../shared/traces absent; replaying the lab's generated traces (%d files in %s)\n",
+             j->argc - before, out);
+      return;
+    }
+  }
+  j->dropped = 1;
+  add_note("traces: no trace sets (../shared/traces is absent) and `tessera lab gen all` failed (see %s)", log);
+}
+
+/* A trace-replay row: the replay program and the *.rep files of dir (none
+ * yet when dir is NULL: generated later). Returns 1 when the row exists. */
+static int add_trace_job(const bench_config_t *c, const bench_workload_t *w, const char *name, const char *dir,
+                         bench_job_t *j) {
+  char prog[PATH_MAX];
+  memset(j, 0, sizeof *j);
+  if (!bench_workload_program(tessera_self_dir(), w, prog, sizeof prog)) {
+    add_note("%s: program %s not built", name, w->program);
+    return 0;
+  }
+  j->workload = w;
+  snprintf(j->name, sizeof j->name, "%s", name);
+  snprintf(j->label, sizeof j->label, "%s", name);
+  j->threads = 1;
+  job_arg(j, "%s", prog);
+  job_arg(j, "--scale");
+  job_arg(j, "%g", c->scale);
+  if (dir) add_trace_files(j, dir);
+  return 1;
+}
+
 static size_t build_jobs(const bench_config_t *c, bench_job_t *jobs) {
   size_t n = 0;
   const char *bin = tessera_self_dir();
@@ -337,31 +388,15 @@ static size_t build_jobs(const bench_config_t *c, bench_job_t *jobs) {
         char name[BENCH_NAME_MAX];
         snprintf(name, sizeof name, "traces-%.50s", set);
         if (!bench_valid_name(name) || !(any_selected || selected(c, w, name)) || n == MAX_ROWS) continue;
-        bench_job_t *j = &jobs[n];
-        memset(j, 0, sizeof *j);
-        char prog[PATH_MAX];
-        if (!bench_workload_program(bin, w, prog, sizeof prog)) {
-          add_note("%s: program %s not built", name, w->program);
-          continue;
-        }
-        j->workload = w;
-        snprintf(j->name, sizeof j->name, "%s", name);
-        snprintf(j->label, sizeof j->label, "%s", name);
-        j->threads = 1;
-        job_arg(j, "%s", prog);
-        job_arg(j, "--scale");
-        job_arg(j, "%g", c->scale);
-        char *files[MAX_TRACE_FILES];
-        size_t n_files = bench_trace_files(sets[s], files, MAX_TRACE_FILES);
-        for (size_t f = 0; f < n_files; f++) {
-          job_arg(j, "%s", files[f]);
-          free(files[f]);
-        }
+        if (add_trace_job(c, w, name, sets[s], &jobs[n])) n++;
+      }
+      /* No shared sets: the lab's generated traces, made once the results
+       * directory exists (see generate_traces). */
+      if (n_sets == 0 && (any_selected || selected(c, w, "traces-generated")) && n < MAX_ROWS &&
+          add_trace_job(c, w, "traces-generated", NULL, &jobs[n])) {
+        jobs[n].generate = 1;
         n++;
       }
-      if (n_sets == 0 && any_selected)
-        add_note("traces: no trace sets (../shared/traces next to the source tree is absent; "
-                 "TESSERA_TRACES_DIR=DIR names another folder of sets)");
       continue;
     }
     if (!selected(c, w, w->name)) continue;
@@ -738,6 +773,8 @@ int cmd_bench(int argc, char **argv) {
 
   char dir[PATH_MAX], stamp[64], path[PATH_MAX + 32];
   if (make_run_dir(c.out_root, dir, sizeof dir, stamp, sizeof stamp)) return 1;
+  for (size_t j = 0; j < n_jobs; j++)
+    if (jobs[j].generate) generate_traces(&jobs[j], dir);
   snprintf(path, sizeof path, "%s/machine.txt", dir);
   bench_machine_write(path, allocs, n_allocs, command);
   snprintf(path, sizeof path, "%s/results.csv", dir);
