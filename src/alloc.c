@@ -1,0 +1,252 @@
+/* alloc.c — the tes_* allocation API: malloc/calloc/realloc/aligned/usable
+ * size/free, built on the inline fast paths (alloc_inline.h) and the heap
+ * slow path. Standard semantics to the letter: malloc(0) returns a unique
+ * block; calloc/reallocarray detect overflow (ENOMEM); a bad alignment is
+ * EINVAL; realloc(p, 0) frees p and returns NULL (glibc's behaviour);
+ * realloc stays in place while the block's class (or a large block's
+ * segment) still fits. override.c maps the standard names onto these. */
+#include "alloc_inline.h"
+
+#define TES_API __attribute__((visibility("default")))
+
+static tes_heap_t *heap_for_slow_path(void) {
+  tes_heap_t *heap = tes_tls_heap;
+  if (tes_unlikely(heap->is_static)) {
+    heap = tes_thread_heap_init();
+    if (heap == NULL) heap = &tes_heap_empty;
+  }
+  return heap;
+}
+
+static tes_counters_t *counters_of(tes_heap_t *heap) {
+  return heap->is_static ? &tes_orphan_counters : &heap->counters;
+}
+
+TES_API void *tes_malloc(size_t size) { return tes_malloc_inline(tes_tls_heap, size); }
+
+TES_API void tes_free(void *p) { tes_free_inline(p); }
+
+TES_API void tes_free_sized(void *p, size_t size) {
+  (void)size;
+  tes_free_inline(p);
+}
+
+TES_API void tes_free_aligned_sized(void *p, size_t alignment, size_t size) {
+  (void)alignment;
+  (void)size;
+  tes_free_inline(p);
+}
+
+void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size);
+void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size) {
+  size_t total;
+  if (tes_unlikely(__builtin_mul_overflow(count, size, &total))) {
+    counters_of(heap)->calloc_calls++;
+    counters_of(heap)->failed_calls++;
+    errno = ENOMEM;
+    return NULL;
+  }
+#if !TES_SECURE
+  if (tes_likely(total <= TES_DIRECT_MAX)) {
+    tes_page_t *page = heap->direct[(total + 15) >> 4];
+    tes_block_t *block = page->free;
+    if (tes_likely(block != NULL)) {
+      page->free = block->next;
+      page->used++;
+      heap->counters.calloc_calls++;
+      heap->counters.other_allocs++;
+      if (page->free_is_zero) block->next = NULL;
+      else memset(block, 0, total);
+      return block;
+    }
+  }
+#endif
+  void *p = tes_heap_malloc_generic(heap, total, true);
+  if (heap->is_static) heap = tes_tls_heap; /* the slow path may have given us one */
+  tes_counters_t *c = counters_of(heap);
+  c->calloc_calls++;
+  if (p) c->other_allocs++;
+  else c->failed_calls++;
+  return p;
+}
+
+TES_API void *tes_calloc(size_t count, size_t size) { return tes_calloc_in(tes_tls_heap, count, size); }
+
+TES_API size_t tes_usable_size(const void *p) {
+  if (p == NULL) return 0;
+  tes_segment_t *seg = tes_owned_segment(p, false);
+  if (seg == NULL) return 0;
+  if (seg->kind == TES_SEG_LARGE) {
+#if TES_SECURE
+    return tes_secure_requested(&seg->pages[0], p);
+#else
+    return tes_large_usable(seg);
+#endif
+  }
+#if TES_SECURE
+  return tes_secure_requested(tes_page_of(seg, p), p);
+#else
+  return tes_page_of(seg, p)->block_size;
+#endif
+}
+
+void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size);
+void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
+  if (heap->is_static) heap = heap_for_slow_path();
+  tes_counters_t *counters = counters_of(heap);
+  counters->realloc_calls++;
+  if (p == NULL) {
+    void *q = tes_malloc_inline(heap, size);
+    if (q) counters_of(tes_tls_heap)->other_allocs++;
+    else counters->failed_calls++;
+    return q;
+  }
+  if (size == 0) {
+    counters->other_frees++;
+    tes_free_inline(p);
+    return NULL;
+  }
+  tes_segment_t *seg = tes_owned_segment(p, true);
+  if (seg == NULL) {
+    errno = EINVAL;
+    return NULL;
+  }
+  size_t old_usable;
+  if (seg->kind == TES_SEG_LARGE) {
+    old_usable = tes_usable_size(p);
+    if (size > TES_MEDIUM_BLOCK_MAX) {
+      size_t old_seg = seg->size;
+      void *q = tes_large_realloc(seg, p, size);
+      if (q != NULL) {
+        if (q != p || tes_segment_of(q)->size != old_seg) counters->huge_remaps++;
+        if (q == p) counters->realloc_in_place++;
+#if TES_SECURE
+        tes_secure_set_padding(&tes_segment_of(q)->pages[0], q, size);
+#endif
+        return q;
+      }
+    }
+  } else {
+    tes_page_t *page = tes_page_of(seg, p);
+#if TES_SECURE
+    old_usable = tes_secure_requested(page, p);
+    if (size + TES_PADDING <= page->block_size && size + TES_PADDING >= page->block_size / 2) {
+      tes_secure_check_padding(page, p);
+      tes_secure_set_padding(page, p, size);
+      counters->realloc_in_place++;
+      return p;
+    }
+#else
+    old_usable = page->block_size;
+    if (size <= old_usable && size >= old_usable / 2) {
+      counters->realloc_in_place++;
+      return p;
+    }
+#endif
+  }
+  void *q = tes_malloc_inline(heap, size);
+  if (q == NULL) {
+    counters->failed_calls++;
+    return NULL;
+  }
+  memcpy(q, p, old_usable < size ? old_usable : size);
+  counters->other_allocs++;
+  counters->other_frees++;
+  tes_free_inline(p);
+  return q;
+}
+
+TES_API void *tes_realloc(void *p, size_t size) { return tes_realloc_in(tes_tls_heap, p, size); }
+
+TES_API void *tes_reallocarray(void *p, size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return tes_realloc(p, total);
+}
+
+/* ---- aligned allocation ---------------------------------------------------------- */
+static void *aligned_in(size_t alignment, size_t size) {
+  tes_heap_t *heap = heap_for_slow_path();
+  tes_counters_t *counters = counters_of(heap);
+  counters->aligned_calls++;
+  if (alignment > TES_MAX_ALIGNMENT || size > ((size_t)1 << 46)) {
+    counters->failed_calls++;
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *p;
+  if (alignment <= 16) p = tes_malloc_inline(heap, size);
+  else if (heap->is_static) p = NULL, errno = ENOMEM;
+  else p = tes_heap_malloc_aligned(heap, size, alignment, false);
+  if (p) counters->other_allocs++;
+  else counters->failed_calls++;
+  return p;
+}
+
+static bool is_power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+TES_API void *tes_aligned_alloc(size_t alignment, size_t size) {
+  if (!is_power_of_two(alignment)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return aligned_in(alignment, size);
+}
+
+TES_API int tes_posix_memalign(void **out, size_t alignment, size_t size) {
+  if (!is_power_of_two(alignment) || alignment % sizeof(void *) != 0) return EINVAL;
+  int saved = errno;
+  void *p = aligned_in(alignment, size);
+  if (p == NULL) {
+    errno = saved;
+    return ENOMEM;
+  }
+  *out = p;
+  return 0;
+}
+
+TES_API void *tes_memalign(size_t alignment, size_t size) {
+  if (alignment > TES_MAX_ALIGNMENT) {
+    errno = EINVAL;
+    return NULL;
+  }
+  /* glibc rounds a non-power-of-two alignment up to the next power of two. */
+  if (!is_power_of_two(alignment)) {
+    size_t a = 1;
+    while (a < alignment) a <<= 1;
+    alignment = a;
+  }
+  return aligned_in(alignment, size);
+}
+
+TES_API void *tes_valloc(size_t size) { return aligned_in(tes_os_page_size(), size); }
+
+TES_API void *tes_pvalloc(size_t size) {
+  size_t page = tes_os_page_size();
+  if (size > SIZE_MAX - page) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size = size == 0 ? page : (size + page - 1) & ~(page - 1);
+  return aligned_in(page, size);
+}
+
+/* ---- returning memory --------------------------------------------------------------- */
+TES_API void tes_collect(bool force) {
+  tes_heap_t *heap = tes_tls_heap;
+  if (!heap->is_static) {
+    if (force) {
+      /* Take over what exited threads left: adopting frees their empty pages. */
+      tes_segment_t *seg;
+      while ((seg = tes_abandoned_pop()) != NULL) {
+        tes_heap_adopt_segment(heap, seg);
+        tes_stats_heap_reclaimed();
+      }
+    }
+    tes_heap_collect(heap, force);
+  }
+  tes_cache_purge(force);
+}

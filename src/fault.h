@@ -1,0 +1,29 @@
+/* fault.h — test-only fault injection at the OS seam.
+ *
+ * Compiled into the library only with -DTES_FAULT_INJECTION=1 (the
+ * tessera_fault target). Each site is one kind of system call in os.c; a
+ * programmed failure makes that call report failure exactly as the kernel
+ * would (mmap/mremap: ENOMEM; madvise: the range simply is not purged), so the
+ * allocator's own error paths run. Thread-safe; counters are global. */
+#ifndef TES_FAULT_H
+#define TES_FAULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { TES_FAULT_MMAP, TES_FAULT_MREMAP, TES_FAULT_MADVISE, TES_FAULT_SITE_COUNT } tes_fault_site_t;
+void tes_fault_fail_nth(tes_fault_site_t site, long n);      /* the n-th call from now fails (1 = next) */
+void tes_fault_fail_above(tes_fault_site_t site, size_t bytes); /* every call for more than bytes fails */
+void tes_fault_fail_always(tes_fault_site_t site, bool on);
+void tes_fault_clear(void);
+uint64_t tes_fault_injected(void);                            /* failures injected so far */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

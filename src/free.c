@@ -1,0 +1,144 @@
+/* free.c — everything after the inline free fast path: frees of blocks other
+ * threads own (lock-free hand-off), large blocks, pointers we do not own, the
+ * page events the fast path defers ("--used == 0"), and error reports.
+ *
+ * Remote free protocol (page->xthread_free, tagged with TES_TF_*):
+ *   NORMAL       push the block onto the page's stack (CAS); the owner
+ *                collects it when the page's free list runs dry.
+ *   USE_DELAYED  the page sits in its owner's full queue, where nobody would
+ *                look: the first remote freer flips the tag to FREEING, pushes
+ *                the block onto page->heap->delayed_free, then sets NORMAL.
+ *                The owner drains delayed_free on its next slow path, which
+ *                moves the page back to its class queue.
+ *   FREEING      transient; the owner waits for it to clear before it changes
+ *                the page's heap (abandon/delete), so page->heap stays valid
+ *                while a remote thread uses it.
+ * No locks; the only atomics are the CASes on remote frees. */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+tes_counters_t tes_orphan_counters;
+
+static tes_counters_t *my_counters(void) {
+  tes_heap_t *heap = tes_tls_heap;
+  return heap->is_static ? &tes_orphan_counters : &heap->counters;
+}
+
+void tes_free_local_block(tes_page_t *page, tes_block_t *block) {
+  tes_block_set_next(page, block, page->local_free);
+  page->local_free = block;
+  if (--page->used == 0) tes_page_free_event(page);
+}
+
+void tes_page_free_event(tes_page_t *page) {
+  tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
+  if (page->in_full) tes_heap_page_unfull(heap, page);
+  else tes_heap_page_retire(heap, page);
+}
+
+void tes_free_remote(tes_page_t *page, tes_block_t *block) {
+  uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+  uintptr_t want;
+  bool delayed;
+  do {
+    delayed = (tf & TES_TF_MASK) == TES_TF_USE_DELAYED;
+    if (delayed) {
+      want = (tf & ~TES_TF_MASK) | TES_TF_FREEING;
+    } else {
+      tes_block_set_next(page, block, (tes_block_t *)(tf & ~TES_TF_MASK));
+      want = (uintptr_t)block | (tf & TES_TF_MASK);
+    }
+  } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, want, memory_order_acq_rel,
+                                                  memory_order_relaxed));
+  if (!delayed) return;
+  tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
+  tes_block_t *head = atomic_load_explicit(&heap->delayed_free, memory_order_relaxed);
+  do {
+    block->next = head;
+  } while (!atomic_compare_exchange_weak_explicit(&heap->delayed_free, &head, block, memory_order_release,
+                                                  memory_order_relaxed));
+  tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, (tf & ~TES_TF_MASK) | TES_TF_NORMAL,
+                                                memory_order_release, memory_order_relaxed)) {
+  }
+}
+
+/* The segment owning p if p is a live block start we can free; else NULL
+ * (after reporting, when `report`). Cheap checks only in the default build. */
+tes_segment_t *tes_owned_segment(const void *p, bool report) {
+  tes_segment_t *seg = tes_segmap_get(p) == 1 ? tes_segment_of(p) : tes_segment_find(p);
+  if (seg == NULL) {
+    if (report) tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
+    return NULL;
+  }
+  if (seg->kind == TES_SEG_LARGE) {
+    if (!tes_large_owned_block(seg, p)) {
+      if (report) tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
+      return NULL;
+    }
+    return seg;
+  }
+  tes_page_t *page = tes_page_of(seg, p);
+  if (tes_segment_of(p) != seg || !page->in_use || (const uint8_t *)p < page->area) {
+    if (report) tes_report_error(TES_ERR_INVALID_FREE, p, page->in_use ? page : NULL);
+    return NULL;
+  }
+  return seg;
+}
+
+void tes_free_slow(void *p) {
+  if (p == NULL) return;
+  tes_segment_t *seg = tes_owned_segment(p, true);
+  if (seg == NULL) return;
+  if (seg->kind == TES_SEG_LARGE) {
+#if TES_SECURE
+    tes_secure_check_free(seg, &seg->pages[0], p);
+#endif
+    my_counters()->large_frees++;
+    tes_large_free(seg);
+    return;
+  }
+  tes_page_t *page = tes_page_of(seg, p);
+  tes_heap_t *heap = tes_tls_heap;
+  if (atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id) {
+    tes_free_local_block(page, (tes_block_t *)p);
+  } else {
+    my_counters()->remote_frees++;
+    tes_free_remote(page, (tes_block_t *)p);
+  }
+}
+
+/* ---- messages and errors ------------------------------------------------------ */
+void tes_message(const char *fmt, ...) {
+  char buf[512];
+  int n = snprintf(buf, sizeof buf, "tessera: ");
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+  if (len > sizeof buf - 2) len = sizeof buf - 2;
+  if (len == 0 || buf[len - 1] != '\n') buf[len++] = '\n';
+  tes_os_write_stderr(buf, len);
+}
+
+void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *page) {
+  static const char *what[] = {
+      [TES_ERR_INVALID_FREE] = "invalid free",
+      [TES_ERR_DOUBLE_FREE] = "double free",
+      [TES_ERR_OVERFLOW] = "heap buffer overflow detected at free",
+      [TES_ERR_CORRUPT] = "corrupted free list",
+  };
+  if (page != NULL && page->class_index != 0xff)
+    tes_message("error: %s of %p (class %u, %zu bytes) in thread %ld", what[kind], p, (unsigned)page->class_index,
+                page->block_size, tes_os_thread_id());
+  else if (page != NULL)
+    tes_message("error: %s of %p (large block, %zu bytes) in thread %ld", what[kind], p, page->block_size,
+                tes_os_thread_id());
+  else
+    tes_message("error: %s of %p (not a block allocated by tessera) in thread %ld", what[kind], p,
+                tes_os_thread_id());
+  if (tes_opt(TES_OPTION_ABORT_ON_ERROR)) tes_os_abort();
+}

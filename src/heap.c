@@ -1,0 +1,508 @@
+/* heap.c — per-thread heaps: page queues, the malloc slow path, retiring and
+ * purging pages, thread exit (abandon) and reuse (adopt).
+ *
+ * A heap owns small/medium segments and, per size class, a queue of pages
+ * that may have free blocks; the queue head is the page the direct table (the
+ * fast path) points to, and it is "pinned" (+1 in used) so freeing its last
+ * block does not leave the fast path. Pages with no free block move to the
+ * `full` queue; remote frees into them come back through the heap's
+ * delayed_free list (free.c). Empty pages are retired to their segment at
+ * once and purged after TESSERA_PURGE_DELAY_MS (checked on slow paths, so
+ * churn does not become a syscall storm). Only the owning thread touches a
+ * heap, except the atomic delayed_free push and the process-wide heap list.
+ * Called from alloc.c/free.c (slow paths), init.c and heap_api.c. */
+#include "internal.h"
+
+tes_page_t tes_page_empty; /* free == NULL: every direct entry of an idle class */
+
+
+static tes_lock_t heaps_lock = TES_LOCK_INIT;
+tes_heap_t *tes_heaps_all;
+static tes_heap_t *heap_pool;     /* released heap structs, linked via all_next */
+static uint8_t *heap_chunk;       /* unused tail of the last mapped chunk */
+static size_t heap_chunk_left;
+
+void tes_heaps_lock(void) { tes_lock(&heaps_lock); }
+void tes_heaps_unlock(void) { tes_unlock(&heaps_lock); }
+void tes_heaps_lock_reset(void) { tes_lock_reset(&heaps_lock); }
+
+/* Direct-table index range [lo, hi] served by class c (empty when lo > hi). */
+static void class_direct_range(unsigned c, size_t *lo, size_t *hi) {
+  size_t size = tes_class_size(c);
+  size_t prev = c == 0 ? 0 : tes_class_size(c - 1);
+  *lo = c == 0 ? 0 : prev / 16 + 1;
+  *hi = size / 16;
+  if (*hi > TES_DIRECT_COUNT - 1) *hi = TES_DIRECT_COUNT - 1;
+}
+
+void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default) {
+  for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct[i] = &tes_page_empty;
+  heap->thread_id = thread_id;
+  heap->thread_default = thread_default ? thread_default : heap;
+  heap->key = (uintptr_t)tes_random_next();
+  heap->random = tes_random_next() | 1;
+}
+
+tes_heap_t *tes_heap_alloc_struct(void) {
+  tes_heap_t *heap = NULL;
+  tes_lock(&heaps_lock);
+  if (heap_pool != NULL) {
+    heap = heap_pool;
+    heap_pool = heap->all_next;
+  } else {
+    size_t need = (sizeof(tes_heap_t) + 63) & ~(size_t)63;
+    if (heap_chunk_left < need) {
+      size_t chunk = 16 * need;
+      chunk = (chunk + tes_os_page_size() - 1) & ~(tes_os_page_size() - 1);
+      uint8_t *p = tes_os_map_aligned(chunk, tes_os_page_size());
+      if (p != NULL) {
+        heap_chunk = p;
+        heap_chunk_left = chunk;
+      }
+    }
+    if (heap_chunk_left >= need) {
+      heap = (tes_heap_t *)heap_chunk;
+      heap_chunk += need;
+      heap_chunk_left -= need;
+    }
+  }
+  if (heap != NULL) {
+    memset(heap, 0, sizeof *heap);
+    heap->all_next = tes_heaps_all;
+    if (tes_heaps_all) tes_heaps_all->all_prev = heap;
+    tes_heaps_all = heap;
+  }
+  tes_unlock(&heaps_lock);
+  return heap;
+}
+
+void tes_heap_release_struct(tes_heap_t *heap) {
+  tes_lock(&heaps_lock);
+  if (heap->all_prev) heap->all_prev->all_next = heap->all_next;
+  else tes_heaps_all = heap->all_next;
+  if (heap->all_next) heap->all_next->all_prev = heap->all_prev;
+  heap->all_prev = NULL;
+  heap->all_next = heap_pool;
+  heap_pool = heap;
+  tes_unlock(&heaps_lock);
+}
+
+/* ---- queues ---------------------------------------------------------------- */
+static void pin(tes_page_t *page) {
+  if (!page->pinned) {
+    page->pinned = 1;
+    page->used++;
+  }
+}
+
+/* The head of class c changed: repoint the direct table, pin the new head. */
+static void class_head_changed(tes_heap_t *heap, unsigned c) {
+  tes_page_t *head = heap->queues[c].first;
+  if (head != NULL) pin(head);
+  if (tes_class_size(c) <= TES_DIRECT_MAX) {
+    size_t lo, hi;
+    class_direct_range(c, &lo, &hi);
+    for (size_t i = lo; i <= hi; i++) heap->direct[i] = head ? head : &tes_page_empty;
+  }
+}
+
+static void queue_push_back(tes_page_queue_t *q, tes_page_t *page) {
+  page->next = NULL;
+  page->prev = q->last;
+  if (q->last) q->last->next = page;
+  else q->first = page;
+  q->last = page;
+}
+
+static void queue_unlink(tes_page_queue_t *q, tes_page_t *page) {
+  if (page->prev) page->prev->next = page->next;
+  else q->first = page->next;
+  if (page->next) page->next->prev = page->prev;
+  else q->last = page->prev;
+  page->next = page->prev = NULL;
+}
+
+/* Remove a page from whichever queue holds it; unpins it. */
+void tes_heap_queue_remove(tes_heap_t *heap, tes_page_t *page) {
+  if (page->in_full) {
+    queue_unlink(&heap->full, page);
+    return;
+  }
+  unsigned c = page->class_index;
+  bool was_head = heap->queues[c].first == page;
+  queue_unlink(&heap->queues[c], page);
+  if (page->pinned) {
+    page->pinned = 0;
+    page->used--;
+  }
+  if (was_head) class_head_changed(heap, c);
+}
+
+static void class_push_back(tes_heap_t *heap, tes_page_t *page) {
+  unsigned c = page->class_index;
+  bool was_empty = heap->queues[c].first == NULL;
+  queue_push_back(&heap->queues[c], page);
+  if (was_empty) class_head_changed(heap, c);
+}
+
+/* ---- statistics folding ---------------------------------------------------- */
+void tes_heap_fold_page(tes_heap_t *heap, tes_page_t *page, bool reset) {
+  uint64_t on_free = tes_page_free_count(page);
+  uint64_t allocs = page->installed - on_free;
+  int64_t live = (int64_t)tes_page_live(page);
+  int64_t local_frees = (int64_t)allocs - (int64_t)page->remote_collected - (live - page->live_base);
+  unsigned c = page->class_index;
+  heap->counters.class_allocs[c] += allocs;
+  heap->counters.class_local_frees[c] += (uint64_t)local_frees;
+  heap->counters.class_remote_collected[c] += page->remote_collected;
+  if (reset) {
+    page->installed = on_free;
+    page->remote_collected = 0;
+    page->live_base = live;
+  }
+}
+
+/* ---- purge list -------------------------------------------------------------- */
+static void purge_list_remove(tes_heap_t *heap, tes_page_t *page) {
+  if (page->prev) page->prev->next = page->next;
+  else heap->purge_first = page->next;
+  if (page->next) page->next->prev = page->prev;
+  else heap->purge_last = page->prev;
+  page->next = page->prev = NULL;
+  page->purge_pending = 0;
+}
+
+static void purge_expired(tes_heap_t *heap, int64_t now, bool force) {
+  while (heap->purge_first != NULL && (force || heap->purge_first->purge_expire <= now)) {
+    tes_page_t *page = heap->purge_first;
+    purge_list_remove(heap, page);
+    tes_segment_purge_page(page);
+  }
+}
+
+/* Called by segment.c: a page of this heap left use (or its segment is going). */
+void tes_heap_purge_cancel(tes_heap_t *heap, tes_page_t *page) {
+  if (page->purge_pending) purge_list_remove(heap, page);
+}
+void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
+  long delay = tes_opt(TES_OPTION_PURGE_DELAY_MS);
+  if (delay <= 0) {
+    tes_segment_purge_page(page);
+    return;
+  }
+  page->purge_expire = tes_os_clock_ms() + delay;
+  page->purge_pending = 1;
+  page->next = NULL;
+  page->prev = heap->purge_last;
+  if (heap->purge_last) heap->purge_last->next = page;
+  else heap->purge_first = page;
+  heap->purge_last = page;
+}
+
+/* Work deferred to slow paths: remote frees into full pages, due purges. */
+static void heap_deferred(tes_heap_t *heap) {
+  if (atomic_load_explicit(&heap->delayed_free, memory_order_relaxed) != NULL) tes_heap_process_delayed(heap);
+  if ((++heap->slow_count & 7) == 0 || heap->purge_first != NULL) {
+    int64_t now = tes_os_clock_ms();
+    if (heap->purge_first != NULL && heap->purge_first->purge_expire <= now) purge_expired(heap, now, false);
+    if ((heap->slow_count & 7) == 0) tes_cache_purge(false);
+  }
+}
+
+/* ---- retire / full / unfull ---------------------------------------------------- */
+void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page) {
+  tes_heap_queue_remove(heap, page);
+  tes_heap_fold_page(heap, page, false);
+  page->in_use = 0;
+  page->in_full = 0;
+  tes_segment_page_free(heap, page);
+}
+
+/* A page with no free block: watch it through the delayed list instead of
+ * scanning it. Returns false if a remote free slipped in (page stays). */
+static bool page_to_full(tes_heap_t *heap, tes_page_t *page) {
+  tes_page_set_delayed(page, TES_TF_USE_DELAYED);
+  if ((atomic_load_explicit(&page->xthread_free, memory_order_acquire) & ~TES_TF_MASK) != 0) {
+    tes_page_set_delayed(page, TES_TF_NORMAL);
+    return false;
+  }
+  tes_heap_queue_remove(heap, page); /* unpins: used == live == reserved */
+  page->in_full = 1;
+  page->used = 1; /* trigger: the owner's next free into it calls out */
+  queue_push_back(&heap->full, page);
+  return true;
+}
+
+/* The owner freed a block into a full page (used went 1 -> 0). */
+void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page) {
+  tes_page_set_delayed(page, TES_TF_NORMAL);
+  queue_unlink(&heap->full, page);
+  page->in_full = 0;
+  page->used = page->reserved - 1;
+  if (page->used == 0) {
+    page->in_use = 0;
+    tes_heap_fold_page(heap, page, false);
+    tes_segment_page_free(heap, page);
+    return;
+  }
+  class_push_back(heap, page);
+}
+
+void tes_heap_process_delayed(tes_heap_t *heap) {
+  tes_block_t *block = atomic_exchange_explicit(&heap->delayed_free, NULL, memory_order_acquire);
+  while (block != NULL) {
+    tes_block_t *next = block->next;
+    tes_segment_t *seg = tes_segment_of(block);
+    tes_page_t *page = tes_page_of(seg, block);
+    heap->counters.delayed_processed++;
+    tes_free_local_block(page, block);
+    block = next;
+  }
+}
+
+/* ---- the malloc slow path ---------------------------------------------------- */
+static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c) {
+  size_t bs = tes_class_size(c);
+  tes_segment_kind_t kind = bs <= TES_SMALL_BLOCK_MAX ? TES_SEG_SMALL : TES_SEG_MEDIUM;
+  /* Reuse memory of exited threads before mapping more. */
+  for (int tries = 0; heap->free_segments[kind] == NULL && tries < 2; tries++) {
+    tes_segment_t *seg = tes_abandoned_pop();
+    if (seg == NULL) break;
+    tes_heap_adopt_segment(heap, seg);
+    tes_stats_heap_reclaimed();
+    if (heap->queues[c].first != NULL) return NULL; /* adopted pages of this class: rescan */
+  }
+  tes_page_t *page = tes_segment_page_alloc(heap, kind);
+  if (page == NULL) return NULL;
+  tes_page_init(page, tes_segment_of(page), c, bs);
+  atomic_store_explicit(&page->heap, heap, memory_order_release);
+  tes_page_extend(page);
+  class_push_back(heap, page);
+  return page;
+}
+
+/* A page of class c with a free block, at the head of its queue; NULL = OOM. */
+static tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
+  for (int round = 0; round < 4; round++) {
+    tes_page_t *page = heap->queues[c].first;
+    while (page != NULL) {
+      tes_page_collect(page);
+      if (page->free != NULL || tes_page_extend(page)) {
+        if (page != heap->queues[c].first) { /* defensive: make it the head */
+          tes_heap_queue_remove(heap, page);
+          tes_page_t *old = heap->queues[c].first;
+          if (old && old->pinned) {
+            old->pinned = 0;
+            old->used--;
+          }
+          page->next = heap->queues[c].first;
+          page->prev = NULL;
+          if (heap->queues[c].first) heap->queues[c].first->prev = page;
+          else heap->queues[c].last = page;
+          heap->queues[c].first = page;
+          class_head_changed(heap, c);
+        }
+        return page;
+      }
+      tes_page_t *next = page->next;
+      if (!page_to_full(heap, page)) continue; /* retry this page */
+      page = next;
+    }
+    page = fresh_page(heap, c);
+    if (page != NULL) return page;
+    if (heap->queues[c].first == NULL) return NULL; /* out of memory */
+  }
+  return NULL;
+}
+
+void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
+  if (tes_unlikely(heap->is_static)) {
+    heap = tes_thread_heap_init();
+    if (heap == NULL) {
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  if (size > TES_MEDIUM_BLOCK_MAX) return tes_large_alloc(heap, size, 0, zero);
+#if TES_SECURE
+  size_t requested = size;
+  size += TES_PADDING;
+  if (size > TES_MEDIUM_BLOCK_MAX) return tes_large_alloc(heap, requested, 0, zero);
+#endif
+  heap_deferred(heap);
+  unsigned c = tes_class_of(size);
+  tes_page_t *page = find_page(heap, c);
+  if (tes_unlikely(page == NULL)) {
+    heap->counters.malloc_failed++;
+    errno = ENOMEM;
+    return NULL;
+  }
+  tes_block_t *block = page->free;
+  page->free = tes_block_next(page, block);
+  page->used++;
+  heap->counters.slow_allocs++;
+  if (zero) {
+    if (page->free_is_zero) block->next = NULL;
+    else memset(block, 0, page->block_size);
+  }
+#if TES_SECURE
+  tes_secure_set_padding(page, block, requested);
+#endif
+  return block;
+}
+
+/* Aligned small/medium allocation: a class whose block size is a multiple of
+ * the alignment, in a page whose block area is page-aligned, yields aligned
+ * blocks with no over-allocation and no interior pointers. */
+void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, bool zero) {
+  if (tes_unlikely(heap->is_static)) {
+    heap = tes_thread_heap_init();
+    if (heap == NULL) {
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  size_t need = size + TES_PADDING;
+  if (need < alignment) need = alignment;
+  if (need <= TES_MEDIUM_BLOCK_MAX && alignment <= TES_MEDIUM_BLOCK_MAX) {
+    unsigned c = tes_class_of(need);
+    while (c < TES_CLASS_COUNT && tes_class_size(c) % alignment != 0) c++;
+    if (c < TES_CLASS_COUNT) {
+      heap_deferred(heap);
+      tes_page_t *page = find_page(heap, c);
+      if (page == NULL) {
+        errno = ENOMEM;
+        return NULL;
+      }
+      tes_block_t *block = page->free;
+      page->free = tes_block_next(page, block);
+      page->used++;
+      heap->counters.slow_allocs++;
+      if (zero) {
+        if (page->free_is_zero) block->next = NULL;
+        else memset(block, 0, page->block_size);
+      }
+#if TES_SECURE
+      tes_secure_set_padding(page, block, size);
+#endif
+      return block;
+    }
+  }
+  return tes_large_alloc(heap, size, alignment, zero);
+}
+
+/* ---- collection -------------------------------------------------------------- */
+void tes_heap_collect(tes_heap_t *heap, bool force) {
+  if (heap->is_static) return;
+  tes_heap_process_delayed(heap);
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    tes_page_t *page = heap->queues[c].first;
+    while (page != NULL) {
+      tes_page_t *next = page->next;
+      tes_page_collect(page);
+      if (tes_page_live(page) == 0) tes_heap_page_retire(heap, page);
+      page = next;
+    }
+  }
+  purge_expired(heap, tes_os_clock_ms(), force);
+}
+
+/* Detach every page from the heap's queues (for abandon and delete). */
+static void heap_detach(tes_heap_t *heap) {
+  for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
+  tes_heap_process_delayed(heap);
+  tes_heap_collect(heap, false);
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    while (heap->queues[c].first != NULL) {
+      tes_page_t *page = heap->queues[c].first;
+      tes_heap_queue_remove(heap, page);
+      tes_heap_fold_page(heap, page, true);
+    }
+  }
+  while (heap->full.first != NULL) {
+    tes_page_t *page = heap->full.first;
+    queue_unlink(&heap->full, page);
+    page->in_full = 0;
+    page->used = page->reserved;
+    tes_heap_fold_page(heap, page, true);
+  }
+  purge_expired(heap, 0, true);
+}
+
+
+/* Take over a segment: its pages join this heap's queues. */
+void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
+  atomic_store_explicit(&seg->thread_id, heap->thread_id, memory_order_release);
+  tes_segment_link(heap, seg);
+  uint32_t count = seg->page_count;
+  for (uint32_t i = 1; i < count && seg->used_pages > 0; i++) {
+    tes_page_t *page = &seg->pages[i];
+    if (!page->in_use) continue;
+    atomic_store_explicit(&page->heap, heap, memory_order_release);
+    page->next = page->prev = NULL;
+    tes_page_collect(page);
+    if (tes_page_live(page) == 0) {
+      bool last = seg->used_pages == 1;
+      page->in_use = 0;
+      tes_heap_fold_page(heap, page, false);
+      tes_segment_page_free(heap, page); /* may free the segment */
+      if (last) return;
+    } else {
+      class_push_back(heap, page);
+    }
+  }
+}
+
+void tes_heap_abandon(tes_heap_t *heap) {
+  heap_detach(heap);
+  while (heap->segments != NULL) {
+    tes_segment_t *seg = heap->segments;
+    tes_segment_unlink(heap, seg);
+    for (uint32_t i = 1; i < seg->page_count; i++) atomic_store(&seg->pages[i].heap, NULL);
+    seg->heap = NULL;
+    atomic_store_explicit(&seg->thread_id, TES_TID_SHARED, memory_order_release);
+    tes_abandoned_push(seg);
+    tes_stats_heap_abandoned();
+  }
+  tes_large_reassign(heap, NULL, false); /* large blocks stay valid, ownerless */
+  tes_stats_fold_heap(heap);
+  tes_heap_release_struct(heap);
+}
+
+void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to) {
+  heap_detach(from);
+  while (from->segments != NULL) {
+    tes_segment_t *seg = from->segments;
+    tes_segment_unlink(from, seg);
+    tes_heap_adopt_segment(to, seg);
+  }
+  tes_large_reassign(from, to, false);
+}
+
+void tes_heap_free_all(tes_heap_t *heap) {
+  for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
+  atomic_store(&heap->delayed_free, NULL);
+  /* Fold statistics first: the dropped blocks stay counted as allocated. */
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
+    for (tes_page_t *p = heap->queues[c].first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
+  for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
+  while (heap->purge_first != NULL) purge_list_remove(heap, heap->purge_first);
+  while (heap->segments != NULL) {
+    tes_segment_t *seg = heap->segments;
+    tes_segment_unlink(heap, seg);
+    for (uint32_t i = 1; i < seg->page_count; i++) {
+      tes_page_t *page = &seg->pages[i];
+      if (!page->in_use) continue;
+      page->in_use = 0;
+      page->in_full = 0;
+      page->pinned = 0;
+      seg->free_mask |= (uint64_t)1 << i;
+    }
+    seg->used_pages = 0;
+    tes_segment_free(seg);
+  }
+  memset(heap->queues, 0, sizeof heap->queues);
+  memset(&heap->full, 0, sizeof heap->full);
+  for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct[i] = &tes_page_empty;
+  tes_large_reassign(heap, NULL, true);
+}

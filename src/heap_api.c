@@ -1,0 +1,150 @@
+/* heap_api.c — first-class heaps and the live-block walk.
+ *
+ * A tes_heap_t made by tes_heap_new is an ordinary heap (heap.c) sharing the
+ * creating thread's id, so blocks from it are freed by plain free() from any
+ * thread (the owner's frees are local, others' are remote hand-offs).
+ * tes_heap_destroy returns all its segments at once; tes_heap_delete moves
+ * its pages to the caller's default heap. tes_heap_visit walks live blocks:
+ * a block is live when it is carved and on none of its page's free lists.
+ * Called by applications; never used internally. */
+#include "alloc_inline.h"
+
+#define TES_API __attribute__((visibility("default")))
+
+void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size);
+void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size);
+
+TES_API tes_heap_t *tes_heap_new(void) {
+  tes_heap_t *owner = tes_thread_heap_init();
+  if (owner == NULL) return NULL;
+  tes_heap_t *heap = tes_heap_alloc_struct();
+  if (heap == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  tes_heap_setup(heap, owner->thread_id, owner);
+  return heap;
+}
+
+TES_API void *tes_heap_malloc(tes_heap_t *heap, size_t size) {
+  if (heap == NULL) heap = tes_tls_heap;
+  return tes_malloc_inline(heap, size);
+}
+
+TES_API void *tes_heap_calloc(tes_heap_t *heap, size_t count, size_t size) {
+  return tes_calloc_in(heap ? heap : tes_tls_heap, count, size);
+}
+
+TES_API void *tes_heap_realloc(tes_heap_t *heap, void *p, size_t size) {
+  return tes_realloc_in(heap ? heap : tes_tls_heap, p, size);
+}
+
+TES_API void tes_heap_destroy(tes_heap_t *heap) {
+  if (heap == NULL || heap->is_static || heap->is_default) return;
+  tes_heap_free_all(heap);
+  tes_stats_fold_heap(heap);
+  tes_heap_release_struct(heap);
+}
+
+TES_API void tes_heap_delete(tes_heap_t *heap) {
+  if (heap == NULL || heap->is_static || heap->is_default) return;
+  tes_heap_t *to = tes_thread_heap_init();
+  if (to == NULL) return; /* cannot happen once the heap exists: its thread had one */
+  tes_heap_move_pages(heap, to);
+  tes_stats_fold_heap(heap);
+  tes_heap_release_struct(heap);
+}
+
+/* ---- walking live blocks ------------------------------------------------------- */
+#define MAX_PAGE_BLOCKS (((size_t)1 << TES_SMALL_PAGE_SHIFT) / 16)
+
+static void mark_list(const tes_page_t *page, const tes_block_t *b, uint8_t *free_map) {
+  const uint8_t *lo = page->area;
+  size_t limit = page->capacity;
+  while (b != NULL && limit-- > 0) {
+    size_t offset = (size_t)((const uint8_t *)b - lo);
+    if ((const uint8_t *)b < lo || offset % page->block_size != 0 || offset / page->block_size >= page->capacity)
+      return;
+    size_t i = offset / page->block_size;
+    free_map[i >> 3] |= (uint8_t)(1u << (i & 7));
+    b = tes_block_next(page, b);
+  }
+}
+
+/* Visit the live blocks of one page; false when the visitor stopped. */
+static bool visit_page(const tes_page_t *page, tes_block_visitor_t *visit, void *arg) {
+  uint8_t free_map[MAX_PAGE_BLOCKS / 8];
+  size_t count = page->capacity;
+  if (count > MAX_PAGE_BLOCKS) count = MAX_PAGE_BLOCKS;
+  memset(free_map, 0, (count + 7) / 8);
+  mark_list(page, page->free, free_map);
+  mark_list(page, page->local_free, free_map);
+  uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
+  mark_list(page, (const tes_block_t *)(tf & ~TES_TF_MASK), free_map);
+  tes_block_info_t info;
+  info.usable_size = page->block_size - TES_PADDING;
+  info.size_class = page->class_index;
+  info.heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
+  for (size_t i = 0; i < count; i++) {
+    if (free_map[i >> 3] & (1u << (i & 7))) continue;
+    info.address = page->area + i * page->block_size;
+    if (!visit(&info, arg)) return false;
+  }
+  return true;
+}
+
+static bool visit_segment(const tes_heap_t *heap, const tes_segment_t *seg, tes_block_visitor_t *visit, void *arg) {
+  for (uint32_t i = 1; i < seg->page_count; i++) {
+    const tes_page_t *page = &seg->pages[i];
+    if (!page->in_use) continue;
+    if (heap != NULL && atomic_load_explicit(&page->heap, memory_order_relaxed) != heap) continue;
+    if (!visit_page(page, visit, arg)) return false;
+  }
+  return true;
+}
+
+typedef struct large_item_s {
+  void *address;
+  size_t usable;
+  const tes_heap_t *heap;
+} large_item_t;
+
+TES_API void tes_heap_visit(const tes_heap_t *heap, tes_block_visitor_t *visit, void *arg) {
+  if (visit == NULL) return;
+  tes_process_init();
+  bool go_on = true;
+  if (heap != NULL) {
+    /* The caller's own heap: its segments cannot go away under us. */
+    for (const tes_segment_t *seg = heap->segments; seg != NULL && go_on; seg = seg->next)
+      go_on = visit_segment(heap, seg, visit, arg);
+  } else {
+    tes_segments_lock();
+    for (const tes_segment_t *seg = tes_segments_all; seg != NULL && go_on; seg = seg->all_next)
+      go_on = visit_segment(NULL, seg, visit, arg);
+    tes_segments_unlock(false);
+  }
+  /* Large blocks: copy a batch under the lock, call the visitor outside it. */
+  enum { BATCH = 128 };
+  large_item_t items[BATCH];
+  size_t skip = 0;
+  while (go_on) {
+    size_t n = 0, seen = 0;
+    tes_large_lock();
+    for (tes_segment_t *seg = tes_large_list; seg != NULL && n < BATCH; seg = seg->next) {
+      const tes_heap_t *owner = atomic_load_explicit(&seg->pages[0].heap, memory_order_relaxed);
+      if (heap != NULL && owner != heap) continue;
+      if (seen++ < skip) continue;
+      items[n].address = seg->pages[0].area;
+      items[n].usable = seg->pages[0].block_size - TES_PADDING;
+      items[n].heap = owner;
+      n++;
+    }
+    tes_large_unlock(false);
+    for (size_t i = 0; i < n && go_on; i++) {
+      tes_block_info_t info = {items[i].address, items[i].usable, UINT32_MAX, items[i].heap};
+      go_on = visit(&info, arg);
+    }
+    if (n < BATCH) break;
+    skip += n;
+  }
+}

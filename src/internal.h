@@ -1,0 +1,373 @@
+/* internal.h — the data structures and the internal interface shared by the
+ * files of libtessera (names tes_* / TES_*; everything else is static).
+ *
+ * Geometry (checked by static assertions below):
+ *   segment  4 MiB, aligned at 4 MiB; the owner of any block is found by
+ *            masking its address (no per-object header). Its first bytes hold
+ *            tes_segment_t and the page descriptors.
+ *   page     a run of equal blocks: 64 KiB in small segments (classes up to
+ *            8 KiB), 512 KiB in medium segments (up to 128 KiB). Page 0 of a
+ *            segment holds the header and no blocks, so every block area
+ *            starts at a multiple of the page size (aligned allocation relies
+ *            on it). A large segment holds one block above 128 KiB.
+ *   segmap   one byte per 4 MiB of the 47-bit address space (32 MiB of
+ *            zero-filled BSS, touched only where segments live): 1 = a
+ *            segment starts here, 2 = the tail of a huge segment. free()
+ *            consults it before dereferencing anything, so a pointer no
+ *            segment owns is recognised and refused.
+ *   heap     per-thread state; the thread-local pointer tes_tls_heap is the
+ *            only TLS and starts as &tes_heap_empty, whose direct table points
+ *            at a page with no free blocks: the fast path needs no NULL check.
+ *
+ * Block lists of a page (mimalloc's three-list design):
+ *   free        blocks malloc pops (owner only)
+ *   local_free  blocks the owner frees (pushed; moved to `free` when it runs dry)
+ *   xthread_free blocks other threads free: a lock-free stack whose low two bits
+ *               hold the delayed-free state (TES_TF_*), collected by the owner.
+ *
+ * `used` counts live blocks, with two tricks that keep the free fast path to a
+ * single "--used == 0" test: the page at the head of its class queue (the one
+ * the direct table points to) is "pinned" with +1, so freeing its last block
+ * does not call out; a full page (moved to the heap's full queue) has used = 1
+ * as a trigger and its true count is `reserved`, so the owner's first free
+ * into it calls out and moves it back. */
+#ifndef TES_INTERNAL_H
+#define TES_INTERNAL_H
+
+#include "../include/tessera.h"
+#include "os.h"
+#include "size_class.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef TES_SECURE
+#define TES_SECURE 0
+#endif
+
+#define tes_likely(x) __builtin_expect(!!(x), 1)
+#define tes_unlikely(x) __builtin_expect(!!(x), 0)
+#define TES_NOINLINE __attribute__((noinline))
+#define TES_INLINE static inline __attribute__((always_inline))
+
+/* ---- geometry ------------------------------------------------------------ */
+#define TES_SEGMENT_SHIFT 22
+#define TES_SEGMENT_SIZE ((size_t)1 << TES_SEGMENT_SHIFT)
+#define TES_SEGMENT_MASK (TES_SEGMENT_SIZE - 1)
+#define TES_SMALL_PAGE_SHIFT 16
+#define TES_MEDIUM_PAGE_SHIFT 19
+#define TES_SMALL_PAGES (TES_SEGMENT_SIZE >> TES_SMALL_PAGE_SHIFT)   /* 64 */
+#define TES_MEDIUM_PAGES (TES_SEGMENT_SIZE >> TES_MEDIUM_PAGE_SHIFT) /* 8 */
+#define TES_ADDRESS_BITS 47
+#define TES_SEGMAP_COUNT ((size_t)1 << (TES_ADDRESS_BITS - TES_SEGMENT_SHIFT))
+#define TES_LARGE_OFFSET ((size_t)512) /* where a large block starts in its segment */
+#define TES_EXTEND_BYTES ((size_t)16 * 1024) /* a page's free list grows by this much at a time */
+#define TES_EXTEND_MIN_BLOCKS 4
+
+static_assert(TES_SMALL_PAGES == 64, "free_mask is one 64-bit word");
+static_assert(TES_SMALL_BLOCK_MAX * 8 <= ((size_t)1 << TES_SMALL_PAGE_SHIFT), ">= 8 blocks per small page");
+static_assert(TES_MEDIUM_BLOCK_MAX * 4 <= ((size_t)1 << TES_MEDIUM_PAGE_SHIFT), ">= 4 blocks per medium page");
+static_assert(TES_MAX_ALIGNMENT >= ((size_t)1 << 20), "the API promises 1 MiB alignments");
+
+/* Thread ids of segments: a real heap has >= TES_TID_FIRST, so no thread's id
+ * ever equals an abandoned or large segment's, nor the empty heap's (0). */
+#define TES_TID_NONE ((uintptr_t)0)      /* tes_heap_empty */
+#define TES_TID_SHARED ((uintptr_t)1)    /* abandoned segments, large segments */
+#define TES_TID_FIRST ((uintptr_t)2)
+
+/* xthread_free low-bit states (the delayed-free protocol, free.c). */
+#define TES_TF_NORMAL ((uintptr_t)0)     /* remote frees push onto the page */
+#define TES_TF_USE_DELAYED ((uintptr_t)1) /* page is full: next remote free goes to the heap */
+#define TES_TF_FREEING ((uintptr_t)2)    /* a remote thread is pushing to page->heap now */
+#define TES_TF_MASK ((uintptr_t)3)
+
+typedef enum { TES_SEG_SMALL = 0, TES_SEG_MEDIUM = 1, TES_SEG_LARGE = 2 } tes_segment_kind_t;
+
+typedef struct tes_block_s {
+  struct tes_block_s *next;
+} tes_block_t;
+
+typedef struct tes_page_s tes_page_t;
+typedef struct tes_segment_s tes_segment_t;
+
+/* ---- page ------------------------------------------------------------------ */
+struct tes_page_s {
+  tes_block_t *free;           /* fast path: malloc pops */
+  tes_block_t *local_free;     /* fast path: owner's free pushes */
+  uint32_t used;               /* live blocks (+1 pinned; 1 when in_full) */
+  uint32_t reserved;           /* blocks that fit in the page */
+  uint32_t capacity;           /* blocks carved so far (lazy extension) */
+  uint8_t class_index;
+  uint8_t in_use : 1;          /* handed to a heap */
+  uint8_t pinned : 1;          /* head of its class queue (+1 in used) */
+  uint8_t in_full : 1;         /* in the heap's full queue (used is a trigger) */
+  uint8_t mem_zero : 1;        /* never-carved part of the page reads as zero */
+  uint8_t free_is_zero : 1;    /* every block on `free` is zero beyond its link */
+  uint8_t purge_pending : 1;   /* retired and waiting in heap's purge list */
+  uint8_t purged : 1;          /* physical memory given back */
+  uint8_t index;               /* position in the segment */
+  size_t block_size;
+  _Atomic uintptr_t xthread_free; /* remote frees (tagged pointer, TES_TF_*) */
+  _Atomic(struct tes_heap_s *) heap;
+  tes_page_t *next, *prev;     /* class queue, full queue or purge list */
+  uint8_t *area;               /* first block */
+  uint64_t installed;          /* blocks ever placed on `free` (stats) */
+  uint64_t remote_collected;   /* remote frees collected (stats) */
+  int64_t live_base;           /* live count when the stats above were last folded */
+  int64_t purge_expire;        /* ms clock when a retired page may be purged */
+  uintptr_t key;               /* secure build: free-list encoding key */
+};
+
+/* ---- segment ------------------------------------------------------------- */
+struct tes_segment_s {
+  _Atomic uintptr_t thread_id; /* owner thread's heap id; TES_TID_SHARED if none */
+  uint32_t page_shift;         /* log2 of the page size (63 for large segments) */
+  uint32_t kind;               /* tes_segment_kind_t */
+  uint32_t page_count;         /* descriptors in pages[] */
+  uint32_t used_pages;         /* pages handed to the heap */
+  uint64_t free_mask;          /* bit i: page i is free (never bit 0) */
+  size_t size;                 /* bytes mapped (multiple of 4 MiB) */
+  size_t purged_bytes;         /* bytes given back to the OS (for `committed`) */
+  struct tes_heap_s *heap;     /* owner heap (small/medium) */
+  tes_segment_t *next, *prev;  /* heap's list, the cache, abandoned or large list */
+  tes_segment_t *free_next, *free_prev; /* heap's segments with free pages */
+  bool in_free_list;
+  bool cache_purged;
+  int64_t cache_expire;
+  size_t large_offset;         /* large: block start offset */
+  size_t dirty_end;            /* bytes from the start that may be non-zero */
+  uintptr_t cookie;            /* secure: proves the header is ours */
+  tes_segment_t *all_next, *all_prev; /* every small/medium segment (stats, visit) */
+  bool in_all_list;
+  tes_page_t pages[];
+};
+
+typedef struct tes_page_queue_s {
+  tes_page_t *first, *last;
+} tes_page_queue_t;
+
+/* Counters a heap keeps (all updated on slow paths only, never atomically). */
+typedef struct tes_counters_s {
+  uint64_t calloc_calls, realloc_calls, aligned_calls, failed_calls;
+  uint64_t malloc_failed;      /* malloc-family calls that returned NULL */
+  uint64_t other_allocs;       /* blocks allocated by calloc/aligned/realloc (not malloc) */
+  uint64_t other_frees;        /* blocks freed by realloc (not free) */
+  uint64_t slow_allocs;        /* small allocations that took the slow path */
+  uint64_t remote_frees;       /* frees this thread made into other threads' pages */
+  uint64_t delayed_processed;  /* remote frees handed over through the delayed list */
+  uint64_t realloc_in_place, huge_remaps;
+  uint64_t large_allocs, large_frees;
+  uint64_t class_allocs[TES_CLASS_COUNT];      /* folded from pages */
+  uint64_t class_local_frees[TES_CLASS_COUNT]; /* folded from pages */
+  uint64_t class_remote_collected[TES_CLASS_COUNT];
+} tes_counters_t;
+
+/* ---- heap ------------------------------------------------------------------ */
+struct tes_heap_s {
+  tes_page_t *direct[TES_DIRECT_COUNT]; /* fast path: size -> page with free blocks */
+  uintptr_t thread_id;                  /* owner thread's id (shared by its heaps) */
+  tes_page_queue_t queues[TES_CLASS_COUNT];
+  tes_page_queue_t full;
+  _Atomic(tes_block_t *) delayed_free;  /* remote frees into full pages */
+  tes_segment_t *segments;              /* small and medium segments */
+  tes_segment_t *free_segments[2];      /* segments with a free page, per kind */
+  tes_page_t *purge_first, *purge_last; /* retired pages in expiry order */
+  uint64_t slow_count;
+  struct tes_heap_s *all_next, *all_prev; /* every heap in the process */
+  struct tes_heap_s *thread_default;    /* the creating thread's default heap */
+  bool is_default;
+  bool is_static;
+  uintptr_t key;                        /* secure: per-heap random */
+  uint64_t random;                      /* secure: xorshift state */
+  tes_counters_t counters;
+};
+typedef struct tes_heap_s tes_heap_t;
+
+/* ---- globals ------------------------------------------------------------- */
+extern __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec")));
+extern tes_heap_t tes_heap_empty;
+extern tes_page_t tes_page_empty;
+extern uint8_t tes_segmap[TES_SEGMAP_COUNT];
+extern long tes_option_values[TES_OPTION_COUNT];
+
+/* ---- spin lock (slow paths only; fork handlers reset them) --------------- */
+typedef struct tes_lock_s {
+  _Atomic int state;
+} tes_lock_t;
+#define TES_LOCK_INIT {0}
+static inline void tes_lock(tes_lock_t *lock) {
+  for (unsigned spins = 0;; spins++) {
+    if (atomic_load_explicit(&lock->state, memory_order_relaxed) == 0 &&
+        atomic_exchange_explicit(&lock->state, 1, memory_order_acquire) == 0)
+      return;
+    if (spins > 32) tes_os_yield();
+    else __builtin_ia32_pause();
+  }
+}
+static inline bool tes_trylock(tes_lock_t *lock) {
+  return atomic_load_explicit(&lock->state, memory_order_relaxed) == 0 &&
+         atomic_exchange_explicit(&lock->state, 1, memory_order_acquire) == 0;
+}
+static inline void tes_unlock(tes_lock_t *lock) {
+  atomic_store_explicit(&lock->state, 0, memory_order_release);
+}
+static inline void tes_lock_reset(tes_lock_t *lock) { atomic_store(&lock->state, 0); }
+
+/* ---- small helpers --------------------------------------------------------- */
+static inline long tes_opt(tes_option_t o) { return tes_option_values[o]; }
+
+TES_INLINE tes_segment_t *tes_segment_of(const void *p) {
+  return (tes_segment_t *)((uintptr_t)p & ~(uintptr_t)TES_SEGMENT_MASK);
+}
+/* 1 when p's 4 MiB unit is the start of one of our segments. */
+TES_INLINE unsigned tes_segmap_get(const void *p) {
+  uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
+  if (tes_unlikely(unit >= TES_SEGMAP_COUNT)) return 0;
+  return tes_segmap[unit];
+}
+TES_INLINE tes_page_t *tes_page_of(tes_segment_t *seg, const void *p) {
+  return &seg->pages[((uintptr_t)p & TES_SEGMENT_MASK) >> seg->page_shift];
+}
+static inline size_t tes_page_size_of(const tes_segment_t *seg) {
+  return seg->kind == TES_SEG_LARGE ? seg->size : ((size_t)1 << seg->page_shift);
+}
+static inline uint32_t tes_page_live(const tes_page_t *page) {
+  return page->in_full ? page->reserved : page->used - page->pinned;
+}
+
+/* Free-list link encoding: identity in the default build; in the secure build
+ * links are XORed with a per-page key so an overflow cannot forge them. */
+TES_INLINE tes_block_t *tes_block_next(const tes_page_t *page, const tes_block_t *b) {
+#if TES_SECURE
+  return (tes_block_t *)((uintptr_t)b->next ^ page->key);
+#else
+  (void)page;
+  return b->next;
+#endif
+}
+TES_INLINE void tes_block_set_next(const tes_page_t *page, tes_block_t *b, tes_block_t *next) {
+#if TES_SECURE
+  b->next = (tes_block_t *)((uintptr_t)next ^ page->key);
+#else
+  (void)page;
+  b->next = next;
+#endif
+}
+
+/* ---- init.c ---------------------------------------------------------------- */
+void tes_process_init(void);                 /* idempotent; called from slow paths */
+bool tes_process_ready(void);
+tes_heap_t *tes_thread_heap_init(void);      /* give the calling thread a heap; NULL on OOM */
+uint64_t tes_random_next(void);              /* process-wide random (secure keys) */
+extern uintptr_t tes_process_key;
+
+/* ---- heap.c ---------------------------------------------------------------- */
+tes_heap_t *tes_heap_alloc_struct(void);     /* from the heap pool; zeroed and listed */
+void tes_heap_release_struct(tes_heap_t *heap);
+void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default);
+void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero);  /* slow path */
+void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, bool zero);
+void tes_heap_collect(tes_heap_t *heap, bool force);
+void tes_heap_abandon(tes_heap_t *heap);     /* thread exit */
+void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to); /* tes_heap_delete */
+void tes_heap_free_all(tes_heap_t *heap);    /* tes_heap_destroy */
+void tes_heap_queue_remove(tes_heap_t *heap, tes_page_t *page);
+void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page);
+void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page);
+void tes_heap_process_delayed(tes_heap_t *heap);
+void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg);
+void tes_heap_fold_page(tes_heap_t *heap, tes_page_t *page, bool reset);
+void tes_heaps_lock(void);
+void tes_heaps_unlock(void);
+extern tes_heap_t *tes_heaps_all;            /* under tes_heaps_lock */
+void tes_heaps_fork_child(tes_heap_t *survivor);
+void tes_heaps_lock_reset(void);
+
+/* ---- page.c ---------------------------------------------------------------- */
+void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, size_t block_size);
+bool tes_page_extend(tes_page_t *page);       /* carve more blocks onto `free` */
+size_t tes_page_collect(tes_page_t *page);    /* local_free + xthread_free -> free; returns remote count */
+size_t tes_page_free_count(const tes_page_t *page); /* length of `free` (owner only) */
+bool tes_page_contains_free(const tes_page_t *page, const tes_block_t *b);
+void tes_page_set_delayed(tes_page_t *page, uintptr_t state);
+
+/* ---- segment.c ------------------------------------------------------------- */
+tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind);
+void tes_segment_free(tes_segment_t *seg);    /* all pages free; to cache or OS */
+tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind); /* fresh page */
+void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page);  /* retired page back */
+void tes_segment_purge_page(tes_page_t *page);
+tes_segment_t *tes_segment_find(const void *p); /* owner of any address, or NULL */
+void tes_segmap_set(tes_segment_t *seg, bool present);
+tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment);
+tes_segment_t *tes_segment_obtain(size_t size, size_t alignment); /* cache or OS; segmap not set */
+void tes_cache_put(tes_segment_t *seg);
+void tes_cache_purge(bool force);
+void tes_abandoned_push(tes_segment_t *seg);
+tes_segment_t *tes_abandoned_pop(void);
+size_t tes_abandoned_count(void);
+void tes_segment_locks_acquire(void);
+void tes_segment_locks_release(bool child);
+void tes_segment_link(tes_heap_t *heap, tes_segment_t *seg);   /* heap's lists */
+void tes_segment_unlink(tes_heap_t *heap, tes_segment_t *seg);
+void tes_heap_purge_cancel(tes_heap_t *heap, tes_page_t *page);
+void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page);
+void tes_abandoned_lock(void);
+void tes_abandoned_unlock(void);
+extern tes_segment_t *tes_abandoned_list;     /* under tes_abandoned_lock */
+void tes_segments_lock(void);
+void tes_segments_unlock(bool child);
+extern tes_segment_t *tes_segments_all;       /* under tes_segments_lock */
+
+/* ---- large.c --------------------------------------------------------------- */
+void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero);
+void tes_large_free(tes_segment_t *seg);
+void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size);   /* NULL: caller copies */
+size_t tes_large_usable(const tes_segment_t *seg);
+bool tes_large_owned_block(const tes_segment_t *seg, const void *p);
+void tes_large_lock(void);
+void tes_large_unlock(bool child);
+void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release); /* release: free them */
+extern _Atomic int64_t tes_large_in_use, tes_large_in_use_peak;
+extern tes_segment_t *tes_large_list;           /* under tes_large_lock */
+
+/* ---- free.c ---------------------------------------------------------------- */
+void tes_free_slow(void *p);                    /* unowned, tail unit, large, remote */
+void tes_free_remote(tes_page_t *page, tes_block_t *block);
+void tes_page_free_event(tes_page_t *page);     /* used reached 0 on the owner's free */
+void tes_free_local_block(tes_page_t *page, tes_block_t *block); /* owner, outside the fast path */
+tes_segment_t *tes_owned_segment(const void *p, bool report); /* validate for free/usable */
+
+/* ---- errors (free.c) ----------------------------------------------------- */
+typedef enum { TES_ERR_INVALID_FREE, TES_ERR_DOUBLE_FREE, TES_ERR_OVERFLOW, TES_ERR_CORRUPT } tes_error_kind_t;
+void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *page);
+void tes_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- options.c / stats.c --------------------------------------------------- */
+void tes_options_init(void);
+void tes_stats_fold_heap(tes_heap_t *heap);   /* a heap leaves: keep its counters */
+void tes_stats_thread_started(void);
+void tes_stats_thread_exited(void);
+void tes_stats_heap_abandoned(void);
+void tes_stats_heap_reclaimed(void);
+void tes_stats_print_at_exit(void);
+extern tes_counters_t tes_orphan_counters;    /* frees by threads without a heap */
+extern tes_lock_t tes_stats_lock;
+
+/* ---- secure.c ---------------------------------------------------------------- */
+#if TES_SECURE
+#define TES_PADDING 16  /* bytes reserved after each block for the canary */
+void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested);
+void tes_secure_check_padding(tes_page_t *page, void *p);
+size_t tes_secure_requested(const tes_page_t *page, const void *p);
+void tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p);
+void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count);
+#else
+#define TES_PADDING 0
+#endif
+
+#endif

@@ -1,0 +1,91 @@
+/* options.c — every tunable in ONE table: name, default, accepted range.
+ * Each is read once at start-up from TESSERA_<NAME> (upper case) without
+ * allocating; an invalid or out-of-range value prints one warning naming the
+ * variable and the accepted range and keeps the default. tes_option_set
+ * changes a value at run time (same range check). Reads on hot paths are
+ * plain loads of tes_option_values[]. */
+#include "internal.h"
+
+typedef struct tes_option_desc_s {
+  const char *name;
+  long default_value, min, max;
+} tes_option_desc_t;
+
+static const tes_option_desc_t option_table[TES_OPTION_COUNT] = {
+    [TES_OPTION_SHOW_STATS] = {"show_stats", 0, 0, 1},
+    [TES_OPTION_VERBOSE] = {"verbose", 0, 0, 1},
+    [TES_OPTION_PURGE_DELAY_MS] = {"purge_delay_ms", 10, 0, 3600000},
+    [TES_OPTION_SEGMENT_CACHE] = {"segment_cache", 8, 0, 1024},
+    [TES_OPTION_HUGE_PAGES] = {"huge_pages", 0, 0, 1},
+    [TES_OPTION_PURGE_DECOMMIT] = {"purge_decommit", 1, 0, 1},
+    [TES_OPTION_SECURE] = {"secure", TES_SECURE ? 1 : 0, 0, TES_SECURE ? 2 : 0},
+    [TES_OPTION_ABORT_ON_ERROR] = {"abort_on_error", 1, 0, 1},
+};
+
+long tes_option_values[TES_OPTION_COUNT] = {
+    [TES_OPTION_SHOW_STATS] = 0,
+    [TES_OPTION_VERBOSE] = 0,
+    [TES_OPTION_PURGE_DELAY_MS] = 10,
+    [TES_OPTION_SEGMENT_CACHE] = 8,
+    [TES_OPTION_HUGE_PAGES] = 0,
+    [TES_OPTION_PURGE_DECOMMIT] = 1,
+    [TES_OPTION_SECURE] = TES_SECURE ? 1 : 0,
+    [TES_OPTION_ABORT_ON_ERROR] = 1,
+};
+
+/* Parse a decimal integer; false on junk or overflow. */
+static bool parse_long(const char *s, long *out) {
+  bool negative = false;
+  while (*s == ' ' || *s == '\t') s++;
+  if (*s == '-' || *s == '+') negative = *s++ == '-';
+  if (*s < '0' || *s > '9') return false;
+  long value = 0;
+  for (; *s >= '0' && *s <= '9'; s++) {
+    if (value > (__LONG_MAX__ - (*s - '0')) / 10) return false;
+    value = value * 10 + (*s - '0');
+  }
+  while (*s == ' ' || *s == '\t' || *s == '\n') s++;
+  if (*s != '\0') return false;
+  *out = negative ? -value : value;
+  return true;
+}
+
+void tes_options_init(void) {
+  for (int i = 0; i < TES_OPTION_COUNT; i++) {
+    const tes_option_desc_t *d = &option_table[i];
+    char var[64] = "TESSERA_";
+    size_t n = 8;
+    for (const char *c = d->name; *c && n < sizeof var - 1; c++)
+      var[n++] = (*c >= 'a' && *c <= 'z') ? (char)(*c - 'a' + 'A') : *c;
+    var[n] = '\0';
+    const char *text = tes_os_getenv(var);
+    tes_option_values[i] = d->default_value;
+    if (text == NULL) continue;
+    long value;
+    if (!parse_long(text, &value) || value < d->min || value > d->max) {
+      tes_message("warning: ignoring %s=\"%.40s\": expected an integer in [%ld, %ld]; using the default %ld", var,
+                  text, d->min, d->max, d->default_value);
+      continue;
+    }
+    tes_option_values[i] = value;
+  }
+}
+
+__attribute__((visibility("default"))) long tes_option_get(tes_option_t option) {
+  if ((unsigned)option >= TES_OPTION_COUNT) return -1;
+  return tes_option_values[option];
+}
+
+__attribute__((visibility("default"))) int tes_option_set(tes_option_t option, long value) {
+  if ((unsigned)option >= TES_OPTION_COUNT) return EINVAL;
+  tes_process_init();
+  const tes_option_desc_t *d = &option_table[option];
+  if (value < d->min || value > d->max) return EINVAL;
+  tes_option_values[option] = value;
+  return 0;
+}
+
+__attribute__((visibility("default"))) const char *tes_option_name(tes_option_t option) {
+  if ((unsigned)option >= TES_OPTION_COUNT) return NULL;
+  return option_table[option].name;
+}

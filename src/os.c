@@ -1,0 +1,258 @@
+/* os.c — the only file that talks to the kernel (see os.h for the contract).
+ *
+ * Owns: mmap/munmap/mremap/madvise/mprotect, the clock, the thread id,
+ * stderr output and environment lookup, plus the OS traffic counters and the
+ * test-only fault-injection hook. Counters are relaxed atomics: every caller
+ * is already on a slow path next to a system call, so they cost nothing
+ * measurable. Nothing here allocates. */
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef TES_FAULT_INJECTION
+#include "fault.h"
+#endif
+
+extern char **environ;
+
+static size_t os_page_size = 4096;
+
+static _Atomic uint64_t os_mmap_calls, os_munmap_calls, os_madvise_calls, os_mremap_calls;
+static _Atomic uint64_t os_mmap_bytes, os_munmap_bytes, os_purged_bytes;
+static _Atomic int64_t os_reserved, os_reserved_peak, os_committed, os_committed_peak;
+
+#define RELAXED memory_order_relaxed
+
+static void gauge_add(_Atomic int64_t *gauge, _Atomic int64_t *peak, int64_t delta) {
+  int64_t now = atomic_fetch_add_explicit(gauge, delta, RELAXED) + delta;
+  int64_t old = atomic_load_explicit(peak, RELAXED);
+  while (now > old && !atomic_compare_exchange_weak_explicit(peak, &old, now, RELAXED, RELAXED)) {
+  }
+}
+
+/* ---- fault injection (test builds only) --------------------------------- */
+#ifdef TES_FAULT_INJECTION
+static _Atomic long fault_nth[TES_FAULT_SITE_COUNT];       /* 0 = off, else calls left */
+static _Atomic size_t fault_above[TES_FAULT_SITE_COUNT];   /* 0 = off */
+static _Atomic bool fault_always[TES_FAULT_SITE_COUNT];
+static _Atomic uint64_t fault_count;
+
+void tes_fault_fail_nth(tes_fault_site_t site, long n) {
+  if ((unsigned)site < TES_FAULT_SITE_COUNT) atomic_store(&fault_nth[site], n > 0 ? n : 0);
+}
+void tes_fault_fail_above(tes_fault_site_t site, size_t bytes) {
+  if ((unsigned)site < TES_FAULT_SITE_COUNT) atomic_store(&fault_above[site], bytes);
+}
+void tes_fault_fail_always(tes_fault_site_t site, bool on) {
+  if ((unsigned)site < TES_FAULT_SITE_COUNT) atomic_store(&fault_always[site], on);
+}
+void tes_fault_clear(void) {
+  for (int i = 0; i < TES_FAULT_SITE_COUNT; i++) {
+    atomic_store(&fault_nth[i], 0);
+    atomic_store(&fault_above[i], 0);
+    atomic_store(&fault_always[i], false);
+  }
+}
+uint64_t tes_fault_injected(void) { return atomic_load(&fault_count); }
+
+/* True when this call at `site` for `bytes` must fail. */
+static bool fault_fires(tes_fault_site_t site, size_t bytes) {
+  bool fire = atomic_load_explicit(&fault_always[site], RELAXED);
+  size_t above = atomic_load_explicit(&fault_above[site], RELAXED);
+  if (above != 0 && bytes > above) fire = true;
+  long n = atomic_load_explicit(&fault_nth[site], RELAXED);
+  while (n > 0) {
+    if (atomic_compare_exchange_weak(&fault_nth[site], &n, n - 1)) {
+      if (n == 1) fire = true;
+      break;
+    }
+  }
+  if (fire) atomic_fetch_add(&fault_count, 1);
+  return fire;
+}
+#define FAULT(site, bytes) fault_fires(site, bytes)
+#else
+#define FAULT(site, bytes) false
+#endif
+
+/* ---- memory ------------------------------------------------------------- */
+void tes_os_init(void) {
+  long ps = sysconf(_SC_PAGESIZE);
+  if (ps > 0 && (ps & (ps - 1)) == 0) os_page_size = (size_t)ps;
+}
+
+size_t tes_os_page_size(void) { return os_page_size; }
+
+static void *raw_mmap(void *hint, size_t size, int prot) {
+  void *p = mmap(hint, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void raw_munmap(void *addr, size_t size) {
+  if (size == 0) return;
+  munmap(addr, size);
+  atomic_fetch_add_explicit(&os_munmap_calls, 1, RELAXED);
+}
+
+void *tes_os_map_aligned(size_t size, size_t alignment) {
+  if (alignment < os_page_size) alignment = os_page_size;
+  if (size == 0 || size > ((size_t)1 << 46) || alignment > ((size_t)1 << 40) || FAULT(TES_FAULT_MMAP, size)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  atomic_fetch_add_explicit(&os_mmap_calls, 1, RELAXED);
+  /* Over-map by the alignment and trim both ends: three calls, but segments
+   * are 4 MiB and recycled through a cache, so this is rare. */
+  size_t span = size + alignment - os_page_size;
+  uint8_t *p = raw_mmap(NULL, span, PROT_READ | PROT_WRITE);
+  if (p == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  uintptr_t start = ((uintptr_t)p + alignment - 1) & ~(uintptr_t)(alignment - 1);
+  size_t head = start - (uintptr_t)p;
+  size_t tail = span - head - size;
+  if (head) munmap(p, head);
+  if (tail) munmap((uint8_t *)start + size, tail);
+  atomic_fetch_add_explicit(&os_mmap_bytes, size, RELAXED);
+  gauge_add(&os_reserved, &os_reserved_peak, (int64_t)size);
+  gauge_add(&os_committed, &os_committed_peak, (int64_t)size);
+  return (void *)start;
+}
+
+void tes_os_unmap(void *addr, size_t size) {
+  raw_munmap(addr, size);
+  atomic_fetch_add_explicit(&os_munmap_bytes, size, RELAXED);
+  gauge_add(&os_reserved, &os_reserved_peak, -(int64_t)size);
+}
+
+bool tes_os_purge(void *addr, size_t size, bool decommit) {
+  if (size == 0) return true;
+  atomic_fetch_add_explicit(&os_madvise_calls, 1, RELAXED);
+  if (FAULT(TES_FAULT_MADVISE, size)) return false;
+  int advice = decommit ? MADV_DONTNEED : MADV_FREE;
+  if (madvise(addr, size, advice) != 0) {
+    if (advice == MADV_FREE && madvise(addr, size, MADV_DONTNEED) == 0) advice = MADV_DONTNEED;
+    else return false;
+  }
+  atomic_fetch_add_explicit(&os_purged_bytes, size, RELAXED);
+  return advice == MADV_DONTNEED;
+}
+
+void tes_os_commit_note(int64_t delta) { gauge_add(&os_committed, &os_committed_peak, delta); }
+
+bool tes_os_protect(void *addr, size_t size) { return mprotect(addr, size, PROT_NONE) == 0; }
+bool tes_os_unprotect(void *addr, size_t size) {
+  return mprotect(addr, size, PROT_READ | PROT_WRITE) == 0;
+}
+
+void tes_os_huge_pages(void *addr, size_t size, bool enable) {
+  atomic_fetch_add_explicit(&os_madvise_calls, 1, RELAXED);
+  madvise(addr, size, enable ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+}
+
+void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignment) {
+  if (alignment < os_page_size) alignment = os_page_size;
+  if (new_size > ((size_t)1 << 46) || FAULT(TES_FAULT_MREMAP, new_size)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  atomic_fetch_add_explicit(&os_mremap_calls, 1, RELAXED);
+  /* First try to resize where it is (always works for shrinking). */
+  void *p = mremap(addr, old_size, new_size, 0);
+  if (p == MAP_FAILED) {
+    /* Move the page tables to a fresh aligned range: no copying. */
+    size_t span = new_size + alignment - os_page_size;
+    uint8_t *area = raw_mmap(NULL, span, PROT_NONE);
+    if (area == NULL) {
+      errno = ENOMEM;
+      return NULL;
+    }
+    uintptr_t start = ((uintptr_t)area + alignment - 1) & ~(uintptr_t)(alignment - 1);
+    size_t head = start - (uintptr_t)area, tail = span - head - new_size;
+    if (head) munmap(area, head);
+    if (tail) munmap((uint8_t *)start + new_size, tail);
+    p = mremap(addr, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start);
+    if (p == MAP_FAILED) {
+      munmap((void *)start, new_size);
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  int64_t delta = (int64_t)new_size - (int64_t)old_size;
+  gauge_add(&os_reserved, &os_reserved_peak, delta);
+  gauge_add(&os_committed, &os_committed_peak, delta);
+  return p;
+}
+
+/* ---- time, threads, output ---------------------------------------------- */
+int64_t tes_os_clock_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long tes_os_thread_id(void) { return (long)syscall(SYS_gettid); }
+
+void tes_os_yield(void) { sched_yield(); }
+
+void tes_os_write_stderr(const char *text, size_t length) {
+  while (length > 0) {
+    ssize_t n = write(2, text, length);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return;
+    }
+    text += n;
+    length -= (size_t)n;
+  }
+}
+
+const char *tes_os_getenv(const char *name) {
+  if (environ == NULL) return NULL;
+  size_t len = strlen(name);
+  for (char **e = environ; *e != NULL; e++) {
+    if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') return *e + len + 1;
+  }
+  return NULL;
+}
+
+uint64_t tes_os_random_seed(void) {
+  uint64_t seed = 0;
+  if (syscall(SYS_getrandom, &seed, sizeof seed, 1 /* GRND_NONBLOCK */) != (long)sizeof seed) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&seed ^ (uint64_t)getpid();
+  }
+  return seed;
+}
+
+_Noreturn void tes_os_abort(void) {
+  /* abort() may flush stdio (and so allocate); raise directly first. */
+  signal(SIGABRT, SIG_DFL);
+  raise(SIGABRT);
+  _exit(134);
+}
+
+void tes_os_counters(tes_os_counters_t *out) {
+  out->mmap_calls = atomic_load(&os_mmap_calls);
+  out->munmap_calls = atomic_load(&os_munmap_calls);
+  out->madvise_calls = atomic_load(&os_madvise_calls);
+  out->mremap_calls = atomic_load(&os_mremap_calls);
+  out->mmap_bytes = atomic_load(&os_mmap_bytes);
+  out->munmap_bytes = atomic_load(&os_munmap_bytes);
+  out->purged_bytes = atomic_load(&os_purged_bytes);
+  out->reserved = atomic_load(&os_reserved);
+  out->reserved_peak = atomic_load(&os_reserved_peak);
+  out->committed = atomic_load(&os_committed);
+  out->committed_peak = atomic_load(&os_committed_peak);
+}

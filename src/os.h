@@ -1,0 +1,71 @@
+/* os.h — the contract between libtessera and the kernel.
+ *
+ * Every system call the allocator makes goes through one of these primitives
+ * (implemented in os.c); nothing else in src/ includes <sys/mman.h>. That
+ * keeps the platform surface small and readable, and it is the one seam where
+ * the fault-injection build (TES_FAULT_INJECTION, see fault.h) makes mmap,
+ * mremap and madvise fail on demand.
+ *
+ * Memory model: we map read/write and let Linux commit lazily, so "reserve"
+ * and "commit" are one step; "purge" gives the physical pages back (RSS drops)
+ * while keeping the address range mapped; "unmap" gives the range back.
+ * All functions are thread-safe and never allocate. */
+#ifndef TES_OS_H
+#define TES_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Process start-up: page size, counters. Idempotent, allocation-free. */
+void tes_os_init(void);
+/* The kernel's page size (asked at start, never assumed). */
+size_t tes_os_page_size(void);
+
+/* Map `size` fresh zeroed bytes (read/write) whose start is a multiple of
+ * `alignment` (a power of two >= page size). NULL on failure (errno=ENOMEM). */
+void *tes_os_map_aligned(size_t size, size_t alignment);
+/* Give a range obtained from tes_os_map_aligned (or a part of it) back. */
+void tes_os_unmap(void *addr, size_t size);
+/* Return the physical memory of a range to the OS, keep it mapped.
+ * decommit=true: MADV_DONTNEED (RSS drops now, next touch reads zeroes);
+ * false: MADV_FREE (reclaimed lazily). Returns true when the range now reads
+ * as zero (i.e. MADV_DONTNEED succeeded). */
+bool tes_os_purge(void *addr, size_t size, bool decommit);
+/* Turn a range into an inaccessible guard (PROT_NONE) / back to read-write. */
+bool tes_os_protect(void *addr, size_t size);
+bool tes_os_unprotect(void *addr, size_t size);
+/* Ask for (or against) transparent huge pages on a range; advisory. */
+void tes_os_huge_pages(void *addr, size_t size, bool enable);
+/* Resize a mapping keeping its contents and its `alignment`: grows in place
+ * when the following addresses are free, otherwise moves the pages (no copy)
+ * to a fresh aligned range. NULL on failure, the old mapping is then intact. */
+void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignment);
+
+/* Monotonic clock in milliseconds (vDSO, cheap). */
+int64_t tes_os_clock_ms(void);
+/* The kernel's id of the calling thread (for messages only). */
+long tes_os_thread_id(void);
+/* Give up the processor while spinning on a lock. */
+void tes_os_yield(void);
+/* Write a message to stderr without allocating. */
+void tes_os_write_stderr(const char *text, size_t length);
+/* getenv that never allocates (reads environ). */
+const char *tes_os_getenv(const char *name);
+/* Random bits from the kernel (getrandom), or a clock/address mix. */
+uint64_t tes_os_random_seed(void);
+/* Raise SIGABRT. */
+_Noreturn void tes_os_abort(void);
+
+/* OS traffic counters, read by stats.c. */
+typedef struct tes_os_counters_s {
+  uint64_t mmap_calls, munmap_calls, madvise_calls, mremap_calls;
+  uint64_t mmap_bytes, munmap_bytes, purged_bytes;
+  int64_t reserved, reserved_peak;   /* bytes mapped now / at most */
+  int64_t committed, committed_peak; /* mapped minus purged, now / at most */
+} tes_os_counters_t;
+void tes_os_counters(tes_os_counters_t *out);
+/* Adjust the committed gauge when purged memory is touched again. */
+void tes_os_commit_note(int64_t delta);
+
+#endif

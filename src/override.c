@@ -1,0 +1,47 @@
+/* override.c — the standard C allocation names (drop-in builds only).
+ *
+ * malloc and free inline the fast paths themselves (no extra call or PLT hop
+ * between the program and the allocator); the other names forward to the
+ * tes_* functions of alloc.c, and glibc's __libc_* entry points (used by
+ * some programs and by glibc's own internals) are aliases. Compiled into
+ * tessera_shared/static/secure/fault, left out of tessera_nooverride. */
+#include "alloc_inline.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size);
+void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size);
+
+EXPORT void *malloc(size_t size) { return tes_malloc_inline(tes_tls_heap, size); }
+EXPORT void free(void *p) { tes_free_inline(p); }
+EXPORT void *calloc(size_t count, size_t size) { return tes_calloc_in(tes_tls_heap, count, size); }
+EXPORT void *realloc(void *p, size_t size) { return tes_realloc_in(tes_tls_heap, p, size); }
+EXPORT void *reallocarray(void *p, size_t count, size_t size) { return tes_reallocarray(p, count, size); }
+EXPORT void *aligned_alloc(size_t alignment, size_t size) { return tes_aligned_alloc(alignment, size); }
+EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
+  return tes_posix_memalign(out, alignment, size);
+}
+EXPORT void *memalign(size_t alignment, size_t size) { return tes_memalign(alignment, size); }
+EXPORT void *valloc(size_t size) { return tes_valloc(size); }
+EXPORT void *pvalloc(size_t size) { return tes_pvalloc(size); }
+EXPORT size_t malloc_usable_size(void *p) { return tes_usable_size(p); }
+EXPORT void free_sized(void *p, size_t size) {
+  (void)size;
+  tes_free_inline(p);
+}
+EXPORT void free_aligned_sized(void *p, size_t alignment, size_t size) {
+  (void)alignment;
+  (void)size;
+  tes_free_inline(p);
+}
+EXPORT void cfree(void *p) { tes_free_inline(p); }
+
+/* glibc's internal names. */
+EXPORT void *__libc_malloc(size_t size) __attribute__((alias("malloc")));
+EXPORT void __libc_free(void *p) __attribute__((alias("free")));
+EXPORT void *__libc_calloc(size_t count, size_t size) __attribute__((alias("calloc")));
+EXPORT void *__libc_realloc(void *p, size_t size) __attribute__((alias("realloc")));
+EXPORT void *__libc_memalign(size_t alignment, size_t size) __attribute__((alias("memalign")));
+EXPORT void *__libc_valloc(size_t size) __attribute__((alias("valloc")));
+EXPORT void *__libc_pvalloc(size_t size) __attribute__((alias("pvalloc")));
+EXPORT void *__libc_reallocarray(void *p, size_t count, size_t size) __attribute__((alias("reallocarray")));

@@ -1,0 +1,132 @@
+/* page.c — a page: a run of equal blocks and its three free lists.
+ *
+ * Owns: carving blocks lazily (TES_EXTEND_BYTES at a time, so a fresh page
+ * touches only the memory it hands out), collecting the owner's local_free
+ * and the remote xthread_free stack back onto `free`, and the delayed-free
+ * state bits. Invariants: blocks [0, capacity) have been carved; every carved
+ * block is live, on exactly one list, or (if pending) on the heap's delayed
+ * list; used == live + pinned (unless in_full). Only the owning thread calls
+ * these, except tes_page_set_delayed's CAS, which races with remote frees by
+ * design. Called from heap.c, segment.c and free.c. */
+#include "internal.h"
+
+void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, size_t block_size) {
+  size_t page_size = (size_t)1 << seg->page_shift;
+  page->area = (uint8_t *)seg + (size_t)page->index * page_size;
+  page->block_size = block_size;
+  page->class_index = (uint8_t)class_index;
+  page->reserved = (uint32_t)(page_size / block_size);
+  page->capacity = 0;
+  page->free = NULL;
+  page->local_free = NULL;
+  page->used = 0;
+  atomic_store_explicit(&page->xthread_free, 0, memory_order_relaxed);
+  page->installed = 0;
+  page->remote_collected = 0;
+  page->live_base = 0;
+  page->in_use = 1;
+  page->pinned = 0;
+  page->in_full = 0;
+  page->free_is_zero = 0;
+  page->next = page->prev = NULL;
+#if TES_SECURE
+  page->key = (uintptr_t)tes_random_next() | 1;
+#else
+  page->key = 0;
+#endif
+  if (page->purged) {
+    page->purged = 0;
+    seg->purged_bytes -= page_size;
+    tes_os_commit_note((int64_t)page_size);
+  }
+}
+
+bool tes_page_extend(tes_page_t *page) {
+  if (page->capacity >= page->reserved) return false;
+  size_t bs = page->block_size;
+  size_t count = TES_EXTEND_BYTES / bs;
+  if (count < TES_EXTEND_MIN_BLOCKS) count = TES_EXTEND_MIN_BLOCKS;
+  if (count > page->reserved - page->capacity) count = page->reserved - page->capacity;
+  uint8_t *start = page->area + (size_t)page->capacity * bs;
+#if TES_SECURE
+  /* Randomised allocation order: link the new blocks in a shuffled order. */
+  tes_block_t *first = NULL;
+  tes_secure_shuffle(page, &first, count);
+  (void)start;
+#else
+  tes_block_t *first = (tes_block_t *)start;
+  uint8_t *p = start;
+  for (size_t i = 0; i + 1 < count; i++, p += bs) ((tes_block_t *)p)->next = (tes_block_t *)(p + bs);
+  ((tes_block_t *)p)->next = page->free;
+#endif
+  page->free = first;
+  page->free_is_zero = page->mem_zero;
+  page->capacity += (uint32_t)count;
+  page->installed += count;
+  return true;
+}
+
+size_t tes_page_collect(tes_page_t *page) {
+  size_t remote = 0;
+  uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+  if ((tf & ~TES_TF_MASK) != 0) {
+    while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, tf & TES_TF_MASK,
+                                                  memory_order_acquire, memory_order_relaxed)) {
+    }
+    tes_block_t *list = (tes_block_t *)(tf & ~TES_TF_MASK);
+    tes_block_t *tail = list;
+    remote = 1;
+    for (tes_block_t *n; (n = tes_block_next(page, tail)) != NULL; tail = n) remote++;
+    tes_block_set_next(page, tail, page->local_free);
+    page->local_free = list;
+    page->used -= (uint32_t)remote;
+    page->remote_collected += remote;
+  }
+  if (page->free == NULL && page->local_free != NULL) {
+    /* Every carved block that is not live is now on local_free. */
+    page->installed += page->capacity - tes_page_live(page);
+    page->free = page->local_free;
+    page->local_free = NULL;
+    page->free_is_zero = 0;
+  }
+  return remote;
+}
+
+size_t tes_page_free_count(const tes_page_t *page) {
+  size_t n = 0;
+  for (const tes_block_t *b = page->free; b != NULL; b = tes_block_next(page, b)) n++;
+  return n;
+}
+
+static bool list_contains(const tes_page_t *page, const tes_block_t *list, const tes_block_t *b) {
+  size_t limit = page->capacity + 1; /* a corrupt (cyclic) list cannot hang us */
+  for (; list != NULL && limit-- > 0; list = tes_block_next(page, list)) {
+    if (list == b) return true;
+    if ((const uint8_t *)list < page->area ||
+        (const uint8_t *)list >= page->area + (size_t)page->reserved * page->block_size)
+      return false;
+  }
+  return false;
+}
+
+bool tes_page_contains_free(const tes_page_t *page, const tes_block_t *b) {
+  uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
+  return list_contains(page, page->free, b) || list_contains(page, page->local_free, b) ||
+         list_contains(page, (const tes_block_t *)(tf & ~TES_TF_MASK), b);
+}
+
+void tes_page_set_delayed(tes_page_t *page, uintptr_t state) {
+  uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+  for (;;) {
+    if ((tf & TES_TF_MASK) == TES_TF_FREEING) {
+      /* A remote thread is handing a block to page->heap; let it finish. */
+      tes_os_yield();
+      tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
+      continue;
+    }
+    uintptr_t want = (tf & ~TES_TF_MASK) | state;
+    if (atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, want, memory_order_acq_rel,
+                                              memory_order_acquire))
+      return;
+  }
+}

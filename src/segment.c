@@ -1,0 +1,378 @@
+/* segment.c — segments: 4 MiB-aligned spans carved into pages, the segment
+ * map, the retained-segment cache and the abandoned-segment list.
+ *
+ * Owns: mapping/unmapping segments (through os.c), the header layout, which
+ * page of a segment is free (free_mask), purging retired pages, the global
+ * cache of fully free segments (bounded by TESSERA_SEGMENT_CACHE, purged after
+ * the purge delay, dropped by tes_collect(true)), and the list of segments
+ * whose thread exited (adopted by live threads in heap.c).
+ * Invariants: tes_segmap marks exactly the segments handed to heaps or large
+ * blocks (not cached ones), so free() of a cached/unmapped address is refused;
+ * a segment is on at most one list (heap, cache, abandoned, large).
+ * Locks: cache_lock and abandoned_lock, leaves (nothing is called under them
+ * that takes another lock). */
+#include "internal.h"
+
+uint8_t tes_segmap[TES_SEGMAP_COUNT];
+
+#define SEGMENT_HEADER(count) (offsetof(tes_segment_t, pages) + (count) * sizeof(tes_page_t))
+static_assert(SEGMENT_HEADER(TES_SMALL_PAGES) <= ((size_t)1 << TES_SMALL_PAGE_SHIFT),
+              "small segment header fits in page 0");
+static_assert(SEGMENT_HEADER(1) <= TES_LARGE_OFFSET, "large segment header fits before the block");
+static_assert(offsetof(tes_segment_t, thread_id) == 0, "fast path reads the owner first");
+
+static tes_lock_t cache_lock = TES_LOCK_INIT;
+static tes_segment_t *cache_first;
+static size_t cache_count, cache_bytes;
+static _Atomic bool cache_has_dirty;
+#define CACHE_MAX_BYTES ((size_t)256 << 20)
+
+static tes_lock_t segments_lock_ = TES_LOCK_INIT;
+tes_segment_t *tes_segments_all;
+
+static tes_lock_t abandoned_lock_ = TES_LOCK_INIT;
+tes_segment_t *tes_abandoned_list;
+static _Atomic size_t abandoned_count;
+
+/* ---- segment map ----------------------------------------------------------- */
+void tes_segmap_set(tes_segment_t *seg, bool present) {
+  uintptr_t unit = (uintptr_t)seg >> TES_SEGMENT_SHIFT;
+  size_t units = seg->size >> TES_SEGMENT_SHIFT;
+  for (size_t i = 0; i < units && unit + i < TES_SEGMAP_COUNT; i++)
+    __atomic_store_n(&tes_segmap[unit + i], present ? (i == 0 ? 1 : 2) : 0, __ATOMIC_RELEASE);
+}
+
+tes_segment_t *tes_segment_find(const void *p) {
+  uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
+  if (unit >= TES_SEGMAP_COUNT) return NULL;
+  uint8_t v = __atomic_load_n(&tes_segmap[unit], __ATOMIC_ACQUIRE);
+  while (v == 2 && unit > 0) v = __atomic_load_n(&tes_segmap[--unit], __ATOMIC_ACQUIRE);
+  if (v != 1) return NULL;
+  tes_segment_t *seg = (tes_segment_t *)(unit << TES_SEGMENT_SHIFT);
+  if ((uintptr_t)p >= (uintptr_t)seg + seg->size) return NULL;
+  return seg;
+}
+
+/* ---- mapping and the cache --------------------------------------------------- */
+static tes_segment_t *map_segment(size_t size, size_t alignment) {
+  if (alignment < TES_SEGMENT_SIZE) alignment = TES_SEGMENT_SIZE;
+  tes_segment_t *seg = tes_os_map_aligned(size, alignment);
+  if (seg == NULL) return NULL;
+  if (((uintptr_t)seg + size) >> TES_ADDRESS_BITS) { /* beyond the segment map: refuse */
+    tes_os_unmap(seg, size);
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (tes_opt(TES_OPTION_HUGE_PAGES)) tes_os_huge_pages(seg, size, true);
+  seg->size = size;
+  seg->purged_bytes = 0;
+  seg->dirty_end = 0;
+  seg->cache_purged = false;
+  return seg;
+}
+
+static void unmap_segment(tes_segment_t *seg) {
+  tes_os_commit_note(-(int64_t)(seg->size - seg->purged_bytes));
+  tes_os_unmap(seg, seg->size);
+}
+
+tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment) {
+  if (cache_first == NULL) return NULL;
+  tes_segment_t *found = NULL;
+  tes_lock(&cache_lock);
+  for (tes_segment_t *s = cache_first; s != NULL; s = s->next) {
+    if (s->size >= min_size && s->size <= max_size && ((uintptr_t)s & (alignment - 1)) == 0) {
+      found = s;
+      break;
+    }
+  }
+  if (found) {
+    if (found->prev) found->prev->next = found->next;
+    else cache_first = found->next;
+    if (found->next) found->next->prev = found->prev;
+    cache_count--;
+    cache_bytes -= found->size;
+  }
+  tes_unlock(&cache_lock);
+  return found;
+}
+
+static void purge_cached(tes_segment_t *seg) {
+  /* Keep the first OS page: it holds the cache links. */
+  size_t keep = tes_os_page_size();
+  bool zero = tes_os_purge((uint8_t *)seg + keep, seg->size - keep, tes_opt(TES_OPTION_PURGE_DECOMMIT) != 0);
+  tes_os_commit_note(-(int64_t)(seg->size - keep - seg->purged_bytes));
+  seg->purged_bytes = seg->size - keep;
+  seg->cache_purged = true;
+  if (zero) seg->dirty_end = keep;
+}
+
+void tes_cache_put(tes_segment_t *seg) {
+  tes_segmap_set(seg, false);
+  long delay = tes_opt(TES_OPTION_PURGE_DELAY_MS);
+  size_t limit = (size_t)tes_opt(TES_OPTION_SEGMENT_CACHE);
+  seg->cache_purged = false;
+  seg->cache_expire = tes_os_clock_ms() + delay;
+  if (delay <= 0) purge_cached(seg);
+  tes_segment_t *evict = NULL;
+  tes_lock(&cache_lock);
+  if (limit == 0 || seg->size > CACHE_MAX_BYTES) {
+    evict = seg;
+  } else {
+    while (cache_first != NULL && (cache_count >= limit || cache_bytes + seg->size > CACHE_MAX_BYTES)) {
+      /* Evict the oldest (the tail). */
+      tes_segment_t *old = cache_first;
+      while (old->next) old = old->next;
+      if (old->prev) old->prev->next = NULL;
+      else cache_first = NULL;
+      cache_count--;
+      cache_bytes -= old->size;
+      tes_unlock(&cache_lock);
+      unmap_segment(old);
+      tes_lock(&cache_lock);
+    }
+    seg->prev = NULL;
+    seg->next = cache_first;
+    if (cache_first) cache_first->prev = seg;
+    cache_first = seg;
+    cache_count++;
+    cache_bytes += seg->size;
+    if (!seg->cache_purged) atomic_store_explicit(&cache_has_dirty, true, memory_order_relaxed);
+  }
+  tes_unlock(&cache_lock);
+  if (evict) unmap_segment(evict);
+}
+
+void tes_cache_purge(bool force) {
+  if (!force && !atomic_load_explicit(&cache_has_dirty, memory_order_relaxed)) return;
+  if (force) tes_lock(&cache_lock);
+  else if (!tes_trylock(&cache_lock)) return;
+  if (force) {
+    tes_segment_t *list = cache_first;
+    cache_first = NULL;
+    cache_count = cache_bytes = 0;
+    atomic_store(&cache_has_dirty, false);
+    tes_unlock(&cache_lock);
+    while (list) {
+      tes_segment_t *next = list->next;
+      unmap_segment(list);
+      list = next;
+    }
+    return;
+  }
+  int64_t now = tes_os_clock_ms();
+  bool dirty_left = false;
+  for (tes_segment_t *s = cache_first; s != NULL; s = s->next) {
+    if (s->cache_purged) continue;
+    if (s->cache_expire <= now) purge_cached(s);
+    else dirty_left = true;
+  }
+  atomic_store(&cache_has_dirty, dirty_left);
+  tes_unlock(&cache_lock);
+}
+
+tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
+  if (alignment < TES_SEGMENT_SIZE) alignment = TES_SEGMENT_SIZE;
+  size_t max = size == TES_SEGMENT_SIZE ? size : size + size / 2;
+  tes_segment_t *seg = tes_cache_take(size, max, alignment);
+  if (seg != NULL) return seg;
+  seg = map_segment(size, alignment);
+  if (seg == NULL) {
+    /* Out of address space or mappings: drop the cache and try once more. */
+    tes_cache_purge(true);
+    seg = map_segment(size, alignment);
+  }
+  return seg;
+}
+
+/* ---- small and medium segments ------------------------------------------------ */
+void tes_segment_link(tes_heap_t *heap, tes_segment_t *seg) {
+  seg->heap = heap;
+  seg->prev = NULL;
+  seg->next = heap->segments;
+  if (heap->segments) heap->segments->prev = seg;
+  heap->segments = seg;
+  seg->in_free_list = false;
+  if (seg->free_mask != 0) {
+    seg->free_prev = NULL;
+    seg->free_next = heap->free_segments[seg->kind];
+    if (seg->free_next) seg->free_next->free_prev = seg;
+    heap->free_segments[seg->kind] = seg;
+    seg->in_free_list = true;
+  }
+}
+
+void tes_segment_unlink(tes_heap_t *heap, tes_segment_t *seg) {
+  if (seg->prev) seg->prev->next = seg->next;
+  else heap->segments = seg->next;
+  if (seg->next) seg->next->prev = seg->prev;
+  seg->next = seg->prev = NULL;
+  if (seg->in_free_list) {
+    if (seg->free_prev) seg->free_prev->free_next = seg->free_next;
+    else heap->free_segments[seg->kind] = seg->free_next;
+    if (seg->free_next) seg->free_next->free_prev = seg->free_prev;
+    seg->free_next = seg->free_prev = NULL;
+    seg->in_free_list = false;
+  }
+}
+
+tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
+  tes_segment_t *seg = tes_segment_obtain(TES_SEGMENT_SIZE, TES_SEGMENT_SIZE);
+  if (seg == NULL) return NULL;
+  bool zero = seg->dirty_end <= tes_os_page_size();
+  bool purged = seg->cache_purged;
+  uint32_t shift = kind == TES_SEG_SMALL ? TES_SMALL_PAGE_SHIFT : TES_MEDIUM_PAGE_SHIFT;
+  uint32_t count = (uint32_t)(TES_SEGMENT_SIZE >> shift);
+  size_t size = seg->size;
+  size_t page_size = (size_t)1 << shift;
+  size_t old_purged = seg->purged_bytes;
+  memset(seg, 0, SEGMENT_HEADER(count));
+  seg->size = size;
+  seg->page_shift = shift;
+  seg->kind = kind;
+  seg->page_count = count;
+  seg->free_mask = (count == 64 ? ~(uint64_t)0 : (((uint64_t)1 << count) - 1)) & ~(uint64_t)1;
+  seg->cookie = (uintptr_t)seg ^ tes_process_key;
+  seg->dirty_end = size; /* pages will be written */
+  /* Page memory state: a purged page is recommitted when it is used again;
+   * anything else purged before (the header) is committed again now. */
+  for (uint32_t i = 0; i < count; i++) {
+    seg->pages[i].index = (uint8_t)i;
+    seg->pages[i].mem_zero = zero;
+    seg->pages[i].purged = purged && i > 0;
+  }
+  seg->purged_bytes = purged ? (size_t)(count - 1) * page_size : 0;
+  tes_os_commit_note((int64_t)old_purged - (int64_t)seg->purged_bytes);
+  atomic_store_explicit(&seg->thread_id, heap->thread_id, memory_order_relaxed);
+  tes_segment_link(heap, seg);
+  tes_lock(&segments_lock_);
+  seg->all_prev = NULL;
+  seg->all_next = tes_segments_all;
+  if (tes_segments_all) tes_segments_all->all_prev = seg;
+  tes_segments_all = seg;
+  seg->in_all_list = true;
+  tes_unlock(&segments_lock_);
+  tes_segmap_set(seg, true);
+  return seg;
+}
+
+void tes_segment_free(tes_segment_t *seg) {
+  atomic_store_explicit(&seg->thread_id, TES_TID_SHARED, memory_order_relaxed);
+  seg->heap = NULL;
+  if (seg->in_all_list) {
+    tes_lock(&segments_lock_);
+    if (seg->all_prev) seg->all_prev->all_next = seg->all_next;
+    else tes_segments_all = seg->all_next;
+    if (seg->all_next) seg->all_next->all_prev = seg->all_prev;
+    seg->all_next = seg->all_prev = NULL;
+    seg->in_all_list = false;
+    tes_unlock(&segments_lock_);
+  }
+  tes_cache_put(seg);
+}
+
+void tes_segments_lock(void) { tes_lock(&segments_lock_); }
+void tes_segments_unlock(bool child) {
+  if (child) tes_lock_reset(&segments_lock_);
+  else tes_unlock(&segments_lock_);
+}
+
+tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
+  tes_segment_t *seg = heap->free_segments[kind];
+  if (seg == NULL) {
+    seg = tes_segment_alloc(heap, kind);
+    if (seg == NULL) return NULL;
+  }
+  unsigned idx = (unsigned)__builtin_ctzll(seg->free_mask);
+  seg->free_mask &= ~((uint64_t)1 << idx);
+  seg->used_pages++;
+  if (seg->free_mask == 0) {
+    if (seg->free_prev) seg->free_prev->free_next = seg->free_next;
+    else heap->free_segments[kind] = seg->free_next;
+    if (seg->free_next) seg->free_next->free_prev = seg->free_prev;
+    seg->free_next = seg->free_prev = NULL;
+    seg->in_free_list = false;
+  }
+  tes_page_t *page = &seg->pages[idx];
+  tes_heap_purge_cancel(heap, page);
+  return page;
+}
+
+void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
+  tes_segment_t *seg = tes_segment_of(page);
+  page->in_use = 0;
+  page->mem_zero = 0;
+  seg->free_mask |= (uint64_t)1 << page->index;
+  seg->used_pages--;
+  if (seg->used_pages == 0) {
+    for (uint32_t i = 1; i < seg->page_count; i++) tes_heap_purge_cancel(heap, &seg->pages[i]);
+    tes_segment_unlink(heap, seg);
+    tes_segment_free(seg);
+    return;
+  }
+  if (!seg->in_free_list) {
+    seg->free_prev = NULL;
+    seg->free_next = heap->free_segments[seg->kind];
+    if (seg->free_next) seg->free_next->free_prev = seg;
+    heap->free_segments[seg->kind] = seg;
+    seg->in_free_list = true;
+  }
+  tes_heap_purge_schedule(heap, page);
+}
+
+void tes_segment_purge_page(tes_page_t *page) {
+  if (page->purged || page->in_use) return;
+  tes_segment_t *seg = tes_segment_of(page);
+  size_t page_size = (size_t)1 << seg->page_shift;
+  uint8_t *start = (uint8_t *)seg + (size_t)page->index * page_size;
+  bool zero = tes_os_purge(start, page_size, tes_opt(TES_OPTION_PURGE_DECOMMIT) != 0);
+  page->purged = 1;
+  page->mem_zero = zero;
+  seg->purged_bytes += page_size;
+  tes_os_commit_note(-(int64_t)page_size);
+}
+
+/* ---- abandoned segments ------------------------------------------------------- */
+void tes_abandoned_lock(void) { tes_lock(&abandoned_lock_); }
+void tes_abandoned_unlock(void) { tes_unlock(&abandoned_lock_); }
+
+void tes_abandoned_push(tes_segment_t *seg) {
+  tes_lock(&abandoned_lock_);
+  seg->prev = NULL;
+  seg->next = tes_abandoned_list;
+  if (tes_abandoned_list) tes_abandoned_list->prev = seg;
+  tes_abandoned_list = seg;
+  atomic_fetch_add(&abandoned_count, 1);
+  tes_unlock(&abandoned_lock_);
+}
+
+tes_segment_t *tes_abandoned_pop(void) {
+  if (atomic_load_explicit(&abandoned_count, memory_order_relaxed) == 0) return NULL;
+  tes_lock(&abandoned_lock_);
+  tes_segment_t *seg = tes_abandoned_list;
+  if (seg) {
+    tes_abandoned_list = seg->next;
+    if (tes_abandoned_list) tes_abandoned_list->prev = NULL;
+    seg->next = seg->prev = NULL;
+    atomic_fetch_sub(&abandoned_count, 1);
+  }
+  tes_unlock(&abandoned_lock_);
+  return seg;
+}
+
+size_t tes_abandoned_count(void) { return atomic_load(&abandoned_count); }
+
+/* ---- fork ------------------------------------------------------------------------ */
+void tes_segment_locks_acquire(void) {
+  tes_lock(&cache_lock);
+  tes_lock(&abandoned_lock_);
+}
+void tes_segment_locks_release(bool child) {
+  if (child) {
+    tes_lock_reset(&abandoned_lock_);
+    tes_lock_reset(&cache_lock);
+  } else {
+    tes_unlock(&abandoned_lock_);
+    tes_unlock(&cache_lock);
+  }
+}

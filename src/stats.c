@@ -1,0 +1,215 @@
+/* stats.c — statistics: ONE struct of counters per heap (tes_counters_t,
+ * bumped only on slow paths, never atomically), merged on demand.
+ *
+ * The fast paths keep no counters at all; the numbers they would produce are
+ * derived from what pages already track:
+ *   allocations from a page  = installed (blocks ever put on its free list)
+ *                              - blocks still on its free list
+ *   owner frees into a page  = allocations - remote frees collected - growth
+ *                              of its live count since the last fold
+ * A page folds these into its heap's counters when it is retired or changes
+ * owner; tes_stats_get adds the unfolded part of every page in use. Counts for
+ * the calling thread and for exited threads are exact; for other running
+ * threads they are read without stopping them (a snapshot, not a barrier).
+ * Call counters are per API (a realloc that moves counts as one realloc, not
+ * a malloc and a free). tes_stats_reset rebases the call counters only. */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+tes_lock_t tes_stats_lock = TES_LOCK_INIT;
+static tes_counters_t retired; /* heaps that are gone */
+static _Atomic uint64_t threads_started, threads_exited, heaps_abandoned, heaps_reclaimed;
+static _Atomic int64_t in_use_peak;
+static tes_stats_t reset_base; /* call counters at the last tes_stats_reset */
+
+static_assert(sizeof(tes_counters_t) % sizeof(uint64_t) == 0, "counters are a uint64_t array");
+
+static void add_counters(tes_counters_t *dst, const tes_counters_t *src) {
+  uint64_t *d = (uint64_t *)dst;
+  const uint64_t *s = (const uint64_t *)src;
+  for (size_t i = 0; i < sizeof *dst / sizeof *d; i++) d[i] += s[i];
+}
+
+void tes_stats_fold_heap(tes_heap_t *heap) {
+  tes_lock(&tes_stats_lock);
+  add_counters(&retired, &heap->counters);
+  tes_unlock(&tes_stats_lock);
+  memset(&heap->counters, 0, sizeof heap->counters);
+}
+
+void tes_stats_thread_started(void) { atomic_fetch_add_explicit(&threads_started, 1, memory_order_relaxed); }
+void tes_stats_thread_exited(void) { atomic_fetch_add_explicit(&threads_exited, 1, memory_order_relaxed); }
+void tes_stats_heap_abandoned(void) { atomic_fetch_add_explicit(&heaps_abandoned, 1, memory_order_relaxed); }
+void tes_stats_heap_reclaimed(void) { atomic_fetch_add_explicit(&heaps_reclaimed, 1, memory_order_relaxed); }
+
+/* Length of a page's free list, never leaving the page (safe to run on a page
+ * another thread is using: a racing list can only give a wrong count). */
+static uint64_t bounded_free_count(const tes_page_t *page) {
+  const uint8_t *lo = page->area, *hi = page->area + (size_t)page->reserved * page->block_size;
+  uint64_t n = 0;
+  const tes_block_t *b = page->free;
+  while (b != NULL && n <= page->capacity) {
+    if ((const uint8_t *)b < lo || (const uint8_t *)b >= hi) break;
+    n++;
+    b = tes_block_next(page, b);
+  }
+  return n;
+}
+
+static void compute(tes_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  tes_counters_t total;
+  memset(&total, 0, sizeof total);
+  tes_lock(&tes_stats_lock);
+  add_counters(&total, &retired);
+  tes_unlock(&tes_stats_lock);
+  add_counters(&total, &tes_orphan_counters);
+  tes_heaps_lock();
+  for (tes_heap_t *h = tes_heaps_all; h != NULL; h = h->all_next) add_counters(&total, &h->counters);
+  tes_heaps_unlock();
+
+  int64_t small_in_use = 0;
+  tes_segments_lock();
+  for (tes_segment_t *seg = tes_segments_all; seg != NULL; seg = seg->all_next) {
+    for (uint32_t i = 1; i < seg->page_count; i++) {
+      const tes_page_t *page = &seg->pages[i];
+      if (!page->in_use) continue;
+      unsigned c = page->class_index;
+      if (c >= TES_CLASS_COUNT) continue;
+      int64_t live = (int64_t)tes_page_live(page);
+      uint64_t allocs = page->installed - bounded_free_count(page);
+      out->class_live_blocks[c] += live;
+      small_in_use += live * (int64_t)page->block_size;
+      total.class_allocs[c] += allocs;
+      total.class_local_frees[c] += allocs - page->remote_collected - (uint64_t)(live - page->live_base);
+    }
+  }
+  tes_segments_unlock(false);
+
+  uint64_t allocs = 0, local_frees = 0;
+  out->class_count = TES_CLASS_COUNT;
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    out->class_block_size[c] = tes_class_size(c) - TES_PADDING;
+    out->class_malloc_calls[c] = total.class_allocs[c];
+    allocs += total.class_allocs[c];
+    local_frees += total.class_local_frees[c];
+  }
+  out->malloc_calls = allocs + total.large_allocs - total.other_allocs;
+  out->free_calls = local_frees + total.remote_frees - total.delayed_processed + total.large_frees - total.other_frees;
+  out->calloc_calls = total.calloc_calls;
+  out->realloc_calls = total.realloc_calls;
+  out->aligned_calls = total.aligned_calls;
+  out->failed_calls = total.failed_calls + total.malloc_failed;
+  out->fast_path_misses = total.slow_allocs;
+  out->fast_path_hits = allocs - total.slow_allocs;
+  out->cross_thread_frees = total.remote_frees;
+  out->realloc_in_place = total.realloc_in_place;
+  out->huge_remaps = total.huge_remaps;
+
+  int64_t large = atomic_load(&tes_large_in_use);
+  out->large_in_use.current = large;
+  out->large_in_use.peak = atomic_load(&tes_large_in_use_peak);
+  out->in_use.current = small_in_use + large;
+  int64_t peak = atomic_load(&in_use_peak);
+  while (out->in_use.current > peak && !atomic_compare_exchange_weak(&in_use_peak, &peak, out->in_use.current)) {
+  }
+  if (peak < out->in_use.current) peak = out->in_use.current;
+  if (peak < out->large_in_use.peak) peak = out->large_in_use.peak;
+  out->in_use.peak = peak;
+
+  tes_os_counters_t os;
+  tes_os_counters(&os);
+  out->committed.current = os.committed;
+  out->committed.peak = os.committed_peak;
+  out->reserved.current = os.reserved;
+  out->reserved.peak = os.reserved_peak;
+  out->fragmentation_bytes = out->committed.current - out->in_use.current;
+  out->fragmentation_percent =
+      out->committed.current > 0 ? 100.0 * (double)out->fragmentation_bytes / (double)out->committed.current : 0.0;
+  out->os_mmap_calls = os.mmap_calls;
+  out->os_munmap_calls = os.munmap_calls;
+  out->os_madvise_calls = os.madvise_calls;
+  out->os_mremap_calls = os.mremap_calls;
+  out->os_mmap_bytes = os.mmap_bytes;
+  out->os_munmap_bytes = os.munmap_bytes;
+  out->os_purged_bytes = os.purged_bytes;
+  out->threads_started = atomic_load(&threads_started);
+  out->threads_exited = atomic_load(&threads_exited);
+  out->heaps_abandoned = atomic_load(&heaps_abandoned);
+  out->heaps_reclaimed = atomic_load(&heaps_reclaimed);
+}
+
+/* The call counters tes_stats_reset rebases (memory gauges are left alone). */
+#define CALL_COUNTERS(X)                                                                                     \
+  X(malloc_calls) X(calloc_calls) X(realloc_calls) X(free_calls) X(aligned_calls) X(failed_calls)           \
+  X(fast_path_hits) X(fast_path_misses) X(cross_thread_frees) X(realloc_in_place) X(huge_remaps)            \
+  X(os_mmap_calls) X(os_munmap_calls) X(os_madvise_calls) X(os_mremap_calls) X(os_mmap_bytes)               \
+  X(os_munmap_bytes) X(os_purged_bytes) X(threads_started) X(threads_exited) X(heaps_abandoned)             \
+  X(heaps_reclaimed)
+
+__attribute__((visibility("default"))) void tes_stats_get(tes_stats_t *out) {
+  if (out == NULL) return;
+  tes_process_init();
+  compute(out);
+  tes_lock(&tes_stats_lock);
+#define SUB(f) out->f -= reset_base.f;
+  CALL_COUNTERS(SUB)
+#undef SUB
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) out->class_malloc_calls[c] -= reset_base.class_malloc_calls[c];
+  tes_unlock(&tes_stats_lock);
+}
+
+__attribute__((visibility("default"))) void tes_stats_reset(void) {
+  tes_stats_t now;
+  tes_process_init();
+  compute(&now);
+  tes_lock(&tes_stats_lock);
+#define SET(f) reset_base.f = now.f;
+  CALL_COUNTERS(SET)
+#undef SET
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) reset_base.class_malloc_calls[c] = now.class_malloc_calls[c];
+  tes_unlock(&tes_stats_lock);
+}
+
+static void print_stats(FILE *out) {
+  tes_stats_t s;
+  tes_stats_get(&s);
+  const double mib = 1024.0 * 1024.0;
+  fprintf(out, "tessera statistics\n");
+  fprintf(out, "  calls      malloc %" PRIu64 "  calloc %" PRIu64 "  realloc %" PRIu64 "  free %" PRIu64
+               "  aligned %" PRIu64 "  failed %" PRIu64 "\n",
+          s.malloc_calls, s.calloc_calls, s.realloc_calls, s.free_calls, s.aligned_calls, s.failed_calls);
+  uint64_t small = s.fast_path_hits + s.fast_path_misses;
+  fprintf(out, "  fast path  hits %" PRIu64 "  misses %" PRIu64 "  (%.2f%% hit rate)\n", s.fast_path_hits,
+          s.fast_path_misses, small ? 100.0 * (double)s.fast_path_hits / (double)small : 0.0);
+  fprintf(out, "  frees      cross-thread %" PRIu64 "  realloc in place %" PRIu64 "  huge remaps %" PRIu64 "\n",
+          s.cross_thread_frees, s.realloc_in_place, s.huge_remaps);
+  fprintf(out, "  memory     in use %.2f MiB (peak %.2f)  large %.2f MiB (peak %.2f)\n", s.in_use.current / mib,
+          s.in_use.peak / mib, s.large_in_use.current / mib, s.large_in_use.peak / mib);
+  fprintf(out, "             committed %.2f MiB (peak %.2f)  reserved %.2f MiB (peak %.2f)\n",
+          s.committed.current / mib, s.committed.peak / mib, s.reserved.current / mib, s.reserved.peak / mib);
+  fprintf(out, "             fragmentation %.2f MiB (%.1f%% of committed)\n", s.fragmentation_bytes / mib,
+          s.fragmentation_percent);
+  fprintf(out, "  os         mmap %" PRIu64 " (%.2f MiB)  munmap %" PRIu64 " (%.2f MiB)  madvise %" PRIu64
+               " (%.2f MiB purged)  mremap %" PRIu64 "\n",
+          s.os_mmap_calls, s.os_mmap_bytes / mib, s.os_munmap_calls, s.os_munmap_bytes / mib, s.os_madvise_calls,
+          s.os_purged_bytes / mib, s.os_mremap_calls);
+  fprintf(out, "  threads    started %" PRIu64 "  exited %" PRIu64 "  heaps abandoned %" PRIu64
+               "  reclaimed %" PRIu64 "\n",
+          s.threads_started, s.threads_exited, s.heaps_abandoned, s.heaps_reclaimed);
+  fprintf(out, "  classes    %-10s %12s %12s\n", "block", "allocations", "live");
+  for (uint32_t c = 0; c < s.class_count; c++) {
+    if (s.class_malloc_calls[c] == 0 && s.class_live_blocks[c] == 0) continue;
+    fprintf(out, "             %-10" PRIu64 " %12" PRIu64 " %12" PRId64 "\n", s.class_block_size[c],
+            s.class_malloc_calls[c], s.class_live_blocks[c]);
+  }
+}
+
+__attribute__((visibility("default"))) void tes_stats_print(FILE *out) {
+  print_stats(out ? out : stderr);
+  fflush(out ? out : stderr);
+}
+
+void tes_stats_print_at_exit(void) { tes_stats_print(stderr); }
