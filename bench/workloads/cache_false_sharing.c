@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
   else { fprintf(stderr, "cache: --mode must be scratch or thrash, not '%s'\n", o.mode); return 2; }
 
   const long writes = 1000;
-  long iterations = wl_scaled(&o, 600000L, 10) / o.threads;
+  long iterations = wl_scaled(&o, 200000L, 10) / o.threads;
   if (iterations < 1) iterations = 1;
   pthread_t tid[1024];
   probe_t probe[1024];

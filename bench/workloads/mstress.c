@@ -56,7 +56,7 @@ static void *stresser(void *arg) {
 
 int main(int argc, char **argv) {
   wl_options_t o = wl_parse(argc, argv, "mstress: threads swap blocks through a shared table (random lifetimes, migration, churn)");
-  long total = wl_scaled(&o, 6000000L, 1000);
+  long total = wl_scaled(&o, 3000000L, 1000);
   const int generations = 10;
   pthread_t tid[1024];
   stresser_t st[1024];

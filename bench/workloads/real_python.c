@@ -10,7 +10,7 @@
 static const char script[] =
     "import json, sys, time\n"
     "scale = float(sys.argv[1])\n"
-    "rounds = max(1, int(12 * scale))\n"
+    "rounds = max(1, int(6 * scale))\n"
     "t0 = time.perf_counter()\n"
     "total = 0\n"
     "class Node:\n"

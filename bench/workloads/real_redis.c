@@ -14,7 +14,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 static char dir[PATH_MAX] = "";
@@ -42,6 +44,23 @@ static int stop_server(struct rusage *ru) {
   return bad;
 }
 
+static int accepts_connections(void) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  size_t len = strlen(sock);
+  if (len >= sizeof addr.sun_path) {
+    close(fd);
+    return 0;
+  }
+  memcpy(addr.sun_path, sock, len + 1);
+  int ok = connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
+  close(fd);
+  return ok;
+}
+
 static void fail(const char *what) {
   struct rusage ru;
   stop_server(&ru);
@@ -58,6 +77,7 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "%s/tessera-redis-XXXXXX", tmp);
   if (!mkdtemp(dir)) wl_fail("mkdtemp failed");
   snprintf(sock, sizeof sock, "%s/redis.sock", dir);
+  if (strlen(sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) fail("TMPDIR is too long for a unix socket path");
 
   fflush(stdout);
   server = fork();
@@ -70,12 +90,12 @@ int main(int argc, char **argv) {
           (char *)NULL);
     _exit(127);
   }
-  /* Wait for the socket (at most 10 s). */
-  struct stat st;
-  for (int i = 0; stat(sock, &st) != 0; i++) {
+  /* Wait until the server accepts connections (at most 10 s): the socket
+   * file appears at bind(), a moment before listen(). */
+  for (int i = 0; !accepts_connections(); i++) {
     int status;
     if (waitpid(server, &status, WNOHANG) == server) { server = -1; fail("redis-server exited at start"); }
-    if (i > 1000) fail("redis-server did not open its socket within 10 s");
+    if (i > 1000) fail("redis-server did not accept connections within 10 s");
     usleep(10000);
   }
 

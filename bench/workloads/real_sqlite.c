@@ -11,7 +11,7 @@ int main(int argc, char **argv) {
   wl_options_t o = wl_parse(argc, argv, "sqlite: sqlite3 shell on a generated in-memory database (insert, index, aggregate, update)");
   char sqlite[PATH_MAX];
   if (!wl_find_program("sqlite3", sqlite)) wl_unavailable("sqlite3", "apt-get install sqlite3");
-  long rows = wl_scaled(&o, 80000L, 500);
+  long rows = wl_scaled(&o, 50000L, 500);
   static char sql[4096];
   snprintf(sql, sizeof sql,
            "PRAGMA cache_size=-65536;"
