@@ -66,8 +66,7 @@ void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size) {
   tes_counters_t *c = counters_of(heap);
   c->calloc_calls++;
   if (p) c->other_allocs++;
-  else c->failed_calls++;
-  return p;
+  return p; /* a failure was counted where it happened */
 }
 
 TES_API void *tes_calloc(size_t count, size_t size) { return tes_calloc_in(tes_tls_heap, count, size); }
@@ -94,13 +93,13 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size);
 void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
   if (heap->is_static) heap = heap_for_slow_path();
   tes_counters_t *counters = counters_of(heap);
-  counters->realloc_calls++;
   if (p == NULL) {
     void *q = tes_malloc_inline(heap, size);
+    counters_of(tes_tls_heap)->realloc_calls++;
     if (q) counters_of(tes_tls_heap)->other_allocs++;
-    else counters->failed_calls++;
     return q;
   }
+  counters->realloc_calls++;
   if (size == 0) {
     counters->other_frees++;
     tes_free_inline(p);
@@ -108,6 +107,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
   }
   tes_segment_t *seg = tes_owned_segment(p, true);
   if (seg == NULL) {
+    counters->failed_calls++;
     errno = EINVAL;
     return NULL;
   }
@@ -146,8 +146,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
   }
   void *q = tes_malloc_inline(heap, size);
   if (q == NULL) {
-    counters->failed_calls++;
-    return NULL;
+    return NULL; /* the failure itself was counted by the core */
   }
   memcpy(q, p, old_usable < size ? old_usable : size);
   counters->other_allocs++;
@@ -179,11 +178,10 @@ static void *aligned_in(size_t alignment, size_t size) {
   }
   void *p;
   if (alignment <= 16) p = tes_malloc_inline(heap, size);
-  else if (heap->is_static) p = NULL, errno = ENOMEM;
+  else if (heap->is_static) p = NULL, errno = ENOMEM, counters->failed_calls++;
   else p = tes_heap_malloc_aligned(heap, size, alignment, false);
   if (p) counters->other_allocs++;
-  else counters->failed_calls++;
-  return p;
+  return p; /* a failure was counted where it happened */
 }
 
 static bool is_power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }

@@ -96,12 +96,19 @@ void tes_free_slow(void *p) {
 #if TES_SECURE
     tes_secure_check_free(seg, &seg->pages[0], p);
 #endif
+    if (tes_tls_heap->is_static) tes_thread_heap_init();
     my_counters()->large_frees++;
     tes_large_free(seg);
     return;
   }
   tes_page_t *page = tes_page_of(seg, p);
   tes_heap_t *heap = tes_tls_heap;
+  if (tes_unlikely(heap->is_static)) {
+    /* A thread that only frees still gets a heap: its counters, and its
+     * exit, are then accounted like any other thread's. */
+    tes_heap_t *mine = tes_thread_heap_init();
+    if (mine != NULL) heap = mine;
+  }
   if (atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id) {
     tes_free_local_block(page, (tes_block_t *)p);
   } else {

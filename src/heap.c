@@ -371,6 +371,7 @@ void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, b
       heap_deferred(heap);
       tes_page_t *page = find_page(heap, c);
       if (page == NULL) {
+        heap->counters.malloc_failed++;
         errno = ENOMEM;
         return NULL;
       }
