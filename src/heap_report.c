@@ -43,7 +43,7 @@ static double percent(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-void tes_heap_report(FILE *out) {
+__attribute__((visibility("default"))) void tes_heap_report(FILE *out) {
   if (out == NULL) out = stderr;
   class_tally_t tally;
   memset(&tally, 0, sizeof tally);

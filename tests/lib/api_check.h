@@ -11,7 +11,11 @@
  * against glibc or another allocator to prove the checks themselves right.
  * api_allocator_is_tessera() tells which allocator actually serves malloc,
  * looking the tessera entry points up at run time so that the plain build
- * does not need them at link time. */
+ * does not need them at link time.
+ *
+ * Build these tests with -fno-builtin (tests/lib/verify.cmake does): gcc
+ * otherwise deletes a malloc whose block is freed unused, and a test that
+ * counts calls would count calls that never happened. */
 #ifndef TESSERA_TESTS_API_CHECK_H
 #define TESSERA_TESTS_API_CHECK_H
 
@@ -139,5 +143,31 @@ static inline size_t api_verify(const void *block, size_t size) {
 }
 
 #define MIB ((int64_t)1 << 20)
+
+#ifdef TESSERA_H
+/* For tests linked with libtessera (which include tessera.h first): malloc
+ * really is libtessera's when tes_usable_size recognises its blocks. A weak
+ * symbol or dlsym cannot tell in a static link, this can. */
+static inline bool api_malloc_is_linked_tessera(void) {
+  char *p = malloc(100);
+  if (!p) return false;
+  p[0] = 1;
+  bool ours = tes_usable_size(p) >= 100;
+  free(p);
+  return ours;
+}
+
+/* glibc's pthread_create keeps a little memory per new thread (DTV, stack
+ * cache) through malloc the first time: start and join one thread before
+ * exact in_use comparisons so that it is not counted against the test. */
+#include <pthread.h>
+static void *api_noop_thread(void *arg) { return arg; }
+static inline void api_warm_up_threads(void) {
+  pthread_t t[4];
+  int started = 0;
+  while (started < 4 && pthread_create(&t[started], NULL, api_noop_thread, NULL) == 0) started++;
+  while (started > 0) pthread_join(t[--started], NULL);
+}
+#endif
 
 #endif

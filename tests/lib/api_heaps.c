@@ -9,9 +9,9 @@
  *
  * Linked with libtessera. */
 #define _GNU_SOURCE
-#include "api_check.h"
-
 #include "tessera.h"
+
+#include "api_check.h"
 
 #include <pthread.h>
 
@@ -282,26 +282,72 @@ static void check_many_heaps(void) {
       for (size_t k = 0; k < n && k < 200; k++) free(live[k]);
     }
     if (h == 99) {
-      tes_collect(false);
+      tes_collect(true);
       tes_stats_get(&stats);
       committed_after_warmup = stats.committed.current;
     }
     if (api_failures) break;
   }
-  tes_collect(false);
+  tes_collect(true);
   tes_stats_get(&stats);
   CHECK(stats.committed.current - committed_after_warmup <= 8 * MIB,
         "committed grew by %.1f MiB over 900 heap create/drop cycles",
         (double)(stats.committed.current - committed_after_warmup) / MIB);
 }
 
+/* Live blocks of `block_size` in the report between offsets start and end
+ * of the stream, or -1 if the report has no line for that size. */
+static long report_live_blocks(FILE *report, long start, long end, unsigned long block_size) {
+  char line[256];
+  long found = -1;
+  fseek(report, start, SEEK_SET);
+  while (ftell(report) < end && fgets(line, sizeof line, report)) {
+    unsigned cls;
+    unsigned long size, blocks, bytes;
+    if (sscanf(line, "%u %lu %lu %lu", &cls, &size, &blocks, &bytes) == 4 && size == block_size) found = (long)blocks;
+  }
+  return found;
+}
+
+static void check_heap_report(void) {
+  API_GROUP("tes_heap_report");
+  FILE *report = tmpfile();
+  REQUIRE(report != NULL, "tmpfile");
+  setvbuf(report, NULL, _IOFBF, 1 << 16);
+  fputs("warm-up\n", report); /* the stream's buffer exists before the first walk */
+  enum { N = 777 };
+  static void *blocks[N];
+  for (int i = 0; i < N; i++) blocks[i] = malloc(48);
+  size_t usable = tes_usable_size(blocks[0]);
+  long first = ftell(report);
+  tes_heap_report(report);
+  long second = ftell(report);
+  for (int i = 0; i < N; i++) free(blocks[i]);
+  tes_collect(false);
+  tes_heap_report(report);
+  fflush(report);
+  long end = ftell(report);
+  char header[256] = "";
+  fseek(report, first, SEEK_SET);
+  CHECK(fgets(header, sizeof header, report) && strncmp(header, "tessera heap report:", 20) == 0,
+        "report starts with \"%s\"", header);
+  long with = report_live_blocks(report, first, second, usable);
+  long without = report_live_blocks(report, second, end, usable);
+  CHECK(with >= N, "report shows %ld live %zu-byte blocks with %d allocated", with, usable, N);
+  CHECK(with - (without < 0 ? 0 : without) == N, "report: %ld then %ld live %zu-byte blocks after freeing %d", with,
+        without, usable, N);
+  fclose(report);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
-  REQUIRE(api_allocator_is_tessera(), "api_heaps must be linked with libtessera");
+  REQUIRE(api_malloc_is_linked_tessera(), "api_heaps must be linked with libtessera");
+  api_warm_up_threads();
   check_basic_heap();
   check_destroy_with_remote_frees();
   check_delete_keeps_blocks();
   check_many_heaps();
+  check_heap_report();
   return api_finish("api_heaps");
 }

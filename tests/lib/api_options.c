@@ -11,9 +11,9 @@
  *
  * Linked with libtessera. */
 #define _GNU_SOURCE
-#include "api_check.h"
-
 #include "tessera.h"
+
+#include "api_check.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -27,8 +27,14 @@ typedef struct child_output_s {
   int status;
 } child_output_t;
 
-/* Child mode: print every option as name=value, do a little work. */
+/* Child mode: print every option as name=value, do a little work. The
+ * reference to tes_heap_report links src/heap_report.c (and with it the
+ * TESSERA_HEAP_REPORT exit hook) into this statically linked test, as any
+ * static program that wants the hook must. */
+static void (*volatile heap_report_link)(FILE *) = tes_heap_report;
+
 static int child_main(void) {
+  (void)heap_report_link;
   for (int i = 0; i < 1000; i++) free(malloc(16 + (size_t)i));
   for (int o = 0; o < TES_OPTION_COUNT; o++) printf("%s=%ld\n", tes_option_name(o), tes_option_get(o));
   return 0;
@@ -196,7 +202,8 @@ static void check_api(void) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "--child")) return child_main();
-  REQUIRE(api_allocator_is_tessera(), "api_options must be linked with libtessera");
+  REQUIRE(api_malloc_is_linked_tessera(), "api_options must be linked with libtessera");
+  api_warm_up_threads();
   check_api();
   check_environment();
   return api_finish("api_options");

@@ -17,7 +17,8 @@
  *   thread_exit threads that allocate 64 MiB, free it (or hand it to main to
  *               free) and exit: the memory is reused, RSS does not add up.
  * The 1 GiB of objects is chained through the objects themselves (no
- * pointer array that would itself sit in RSS). Figures are printed for the
+ * pointer array that would itself sit in RSS). Without a mode argument the
+ * program runs all four, each in a fresh process. Figures are printed for the
  * docs. Standard names (tes_option_get looked up at run time), so it also
  * runs against glibc to validate the harness. */
 #define _GNU_SOURCE
@@ -25,6 +26,7 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/wait.h>
 
 typedef long option_get_fn(int option);
 enum { OPTION_PURGE_DELAY_MS = 2 }; /* TES_OPTION_PURGE_DELAY_MS in tessera.h */
@@ -215,9 +217,34 @@ static void mode_thread_exit(void) {
   CHECK(worst - first <= 8 * MIB, "RSS grew %.1f MiB over 6 thread generations", (double)(worst - first) / MIB);
 }
 
+/* No mode: run every mode, each in a fresh process (RSS baselines must not
+ * inherit another mode's heap), and fail if any fails. */
+static int run_all_modes(char **argv) {
+  static const char *modes[] = {"trim", "delay", "phases", "thread_exit"};
+  int failed = 0;
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    fflush(NULL);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork");
+    if (pid == 0) {
+      char *child_argv[] = {argv[0], (char *)modes[i], NULL};
+      execv("/proc/self/exe", child_argv);
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      fprintf(stderr, "api_rss %s: failed (status %d)\n", modes[i], status);
+      failed++;
+    }
+  }
+  return failed;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   api_require_tessera_if_asked(argc, argv);
+  if (argc == 1) return run_all_modes(argv);
   if (!strcmp(mode, "trim")) mode_one_gib(true);
   else if (!strcmp(mode, "delay")) mode_one_gib(false);
   else if (!strcmp(mode, "phases")) mode_phases();

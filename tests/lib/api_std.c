@@ -40,6 +40,8 @@ static const size_t probe_sizes[] = {
  * looked up at run time. */
 typedef void free_sized_fn(void *, size_t);
 typedef void free_aligned_sized_fn(void *, size_t, size_t);
+extern void free_sized(void *, size_t) __attribute__((weak));
+extern void free_aligned_sized(void *, size_t, size_t) __attribute__((weak));
 
 static bool is_aligned(const void *p, size_t alignment) {
   return ((uintptr_t)p & (alignment - 1)) == 0;
@@ -435,8 +437,9 @@ static void check_valloc_pvalloc(void) {
 
 static void check_free_sized(void) {
   API_GROUP("free_sized/free_aligned_sized");
-  free_sized_fn *fs = (free_sized_fn *)dlsym(RTLD_DEFAULT, "free_sized");
-  free_aligned_sized_fn *fas = (free_aligned_sized_fn *)dlsym(RTLD_DEFAULT, "free_aligned_sized");
+  free_sized_fn *fs = free_sized ? free_sized : (free_sized_fn *)dlsym(RTLD_DEFAULT, "free_sized");
+  free_aligned_sized_fn *fas =
+      free_aligned_sized ? free_aligned_sized : (free_aligned_sized_fn *)dlsym(RTLD_DEFAULT, "free_aligned_sized");
   if (!fs || !fas) {
     /* glibc 2.36 has neither; libtessera must export both. */
     CHECK(!api_allocator_is_tessera(), "libtessera does not export free_sized/free_aligned_sized");

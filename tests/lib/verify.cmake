@@ -1,0 +1,55 @@
+# The "verify" tests of libtessera (black-box API, multi-threaded stress,
+# thread churn, fork, statistics, options, heaps, RSS targets, `tessera run`).
+# Included by tests/lib/CMakeLists.txt, which already builds every api_*.c /
+# api_*.cpp as lib.<name> linked with libtessera.a. This file adds:
+#   - -fno-builtin for those programs: gcc otherwise deletes a malloc whose
+#     block is freed unused, and the statistics tests count real calls;
+#   - the standard-name programs built a second time without libtessera and
+#     run under LD_PRELOAD=libtessera.so (lib.<name>.preload), and the
+#     conformance and stress ones under the hardened libtessera-secure.so
+#     (lib.<name>.secure); --expect-tessera makes them fail if the preload
+#     did not take effect;
+#   - tools.run_cli: `tessera run` end to end (verify_run_cli.sh).
+set(VERIFY_API_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn
+    api_stats api_options api_heaps api_rss)
+foreach(name ${VERIFY_API_TESTS})
+  if(TARGET lib_${name})
+    target_compile_options(lib_${name} PRIVATE -fno-builtin)
+  endif()
+endforeach()
+if(TEST lib.api_rss)
+  # Peaks at ~1.1 GiB of RSS: keep it from overlapping other heavy tests.
+  set_tests_properties(lib.api_rss PROPERTIES RUN_SERIAL TRUE)
+endif()
+
+# Standard names only: the same sources, linked with nothing but libc.
+set(VERIFY_PRELOAD_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn)
+foreach(name ${VERIFY_PRELOAD_TESTS})
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
+    set(src ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
+  else()
+    set(src ${CMAKE_CURRENT_SOURCE_DIR}/${name}.cpp)
+  endif()
+  add_executable(verify_${name}_plain ${src})
+  target_include_directories(verify_${name}_plain PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+  target_compile_options(verify_${name}_plain PRIVATE -fno-builtin)
+  target_link_libraries(verify_${name}_plain PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+  add_test(NAME lib.${name}.preload COMMAND verify_${name}_plain --expect-tessera)
+  set_tests_properties(lib.${name}.preload PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_shared>")
+endforeach()
+if(TARGET tessera_secure)
+  foreach(name api_std api_cxx api_mt_stress)
+    add_test(NAME lib.${name}.secure COMMAND verify_${name}_plain --expect-tessera)
+    set_tests_properties(lib.${name}.secure PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+      ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
+  endforeach()
+endif()
+
+# `tessera run`, end to end, with a small allocating program to run.
+if(TARGET tessera)
+  add_test(NAME tools.run_cli
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/verify_run_cli.sh $<TARGET_FILE:tessera>
+            $<TARGET_FILE:verify_api_std_plain>)
+  set_tests_properties(tools.run_cli PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# verify_run_cli.sh — `tessera run` end to end (CTest tools.run_cli).
+#
+#   verify_run_cli.sh TESSERA_BINARY API_STD_PLAIN_BINARY
+#
+# Checks, each named in the output: the preload is set (absolute path, kept
+# in front of an existing LD_PRELOAD) and takes effect (the standard-API
+# conformance program passes with --expect-tessera), exit statuses (the
+# program's, 128+signal, 127 for a missing program, 2 for usage errors),
+# --stats and --heap-report print at exit, --secure picks the hardened
+# library, and --help lists every libtessera option with its variable,
+# default and range, read from the library. Exit status: failed checks.
+set -u
+tessera=$1
+conformance=$2
+dir=$(cd "$(dirname "$tessera")" && pwd)
+failures=0
+work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-run-cli.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+unset LD_PRELOAD TESSERA_SHOW_STATS TESSERA_HEAP_REPORT
+
+check() { # check NAME CONDITION-STATUS DETAIL
+  if [ "$2" -eq 0 ]; then
+    echo "ok   $1"
+  else
+    echo "FAIL $1: $3"
+    failures=$((failures + 1))
+  fi
+}
+
+[ -r "$dir/libtessera.so" ] || { echo "SKIP: $dir/libtessera.so is not built"; exit 77; }
+
+out=$("$tessera" run -- sh -c 'echo "$LD_PRELOAD"')
+[ "$out" = "$dir/libtessera.so" ]
+check "LD_PRELOAD is the absolute libtessera.so next to the binary" $? "got '$out'"
+
+out=$(LD_PRELOAD=/nonexistent-preload.so "$tessera" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+[ "$out" = "$dir/libtessera.so:/nonexistent-preload.so" ]
+check "an existing LD_PRELOAD is kept after libtessera" $? "got '$out'"
+
+"$tessera" run -- "$conformance" --expect-tessera >"$work/conf.out" 2>&1
+check "the conformance program passes under tessera run" $? "$(tail -5 "$work/conf.out")"
+
+"$tessera" run -- sh -c 'exit 7'
+rc=$?; [ $rc -eq 7 ]
+check "the program's exit status is returned" $? "got $rc"
+
+"$tessera" run -- sh -c 'kill -TERM $$'
+rc=$?; [ $rc -eq 143 ]
+check "killed by SIGTERM -> 143" $? "got $rc"
+
+"$tessera" run -- /nonexistent/program 2>"$work/err"
+rc=$?; [ $rc -eq 127 ] && grep -q "cannot execute '/nonexistent/program'" "$work/err"
+check "a missing program -> 127 with a message" $? "got $rc, '$(cat "$work/err")'"
+
+"$tessera" run 2>/dev/null
+rc=$?; [ $rc -eq 2 ]
+check "no program -> usage, 2" $? "got $rc"
+
+"$tessera" run --bogus -- true 2>"$work/err"
+rc=$?; [ $rc -eq 2 ] && grep -q "unknown option '--bogus'" "$work/err"
+check "unknown option -> 2 with a message" $? "got $rc, '$(cat "$work/err")'"
+
+"$tessera" run --lib /nonexistent/libx.so -- true 2>"$work/err"
+rc=$?; [ $rc -eq 2 ] && grep -q "/nonexistent/libx.so" "$work/err"
+check "--lib with a missing file -> 2 naming it" $? "got $rc, '$(cat "$work/err")'"
+
+# (A program that leaves by _exit, like dash's `exit`, or closes stderr
+# first, like coreutils, cannot show them: use one that returns from main.)
+"$tessera" run --stats -- "$conformance" 2>"$work/err" >/dev/null
+grep -qi "malloc" "$work/err" && grep -q "tessera statistics" "$work/err"
+check "--stats prints the statistics at exit" $? "stderr: '$(head -3 "$work/err")'"
+
+"$tessera" run -- sh -c 'exit 0' 2>"$work/err"
+[ ! -s "$work/err" ]
+check "without --stats nothing is printed" $? "stderr: '$(head -3 "$work/err")'"
+
+"$tessera" run --heap-report -- "$conformance" >/dev/null 2>"$work/err"
+grep -q "^tessera heap report:" "$work/err" && grep -Eq "^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ " "$work/err"
+check "--heap-report prints the per-class summary at exit" $? "stderr: '$(head -5 "$work/err")'"
+
+if [ -r "$dir/libtessera-secure.so" ]; then
+  out=$("$tessera" run --secure -- sh -c 'echo "$LD_PRELOAD"')
+  [ "$out" = "$dir/libtessera-secure.so" ]
+  check "--secure preloads libtessera-secure.so" $? "got '$out'"
+fi
+
+"$tessera" run --help >"$work/help" 2>&1
+rc=$?
+[ $rc -eq 0 ]
+check "--help exits 0" $? "got $rc"
+for option in SHOW_STATS VERBOSE PURGE_DELAY_MS SEGMENT_CACHE HUGE_PAGES PURGE_DECOMMIT SECURE ABORT_ON_ERROR; do
+  grep -Eq "^  TESSERA_$option +-?[0-9]+ +-?[0-9]+\.\.(-?[0-9]+|\(no limit\))" "$work/help"
+  check "--help lists TESSERA_$option with default and range" $? "$(grep "TESSERA_$option" "$work/help")"
+done
+grep -Eq "^  TESSERA_SHOW_STATS +0 +0\.\.1( |$)" "$work/help"
+check "--help: show_stats default 0, range 0..1" $? "$(grep TESSERA_SHOW_STATS "$work/help")"
+# The defaults, not this shell's settings, and the value set now is shown.
+TESSERA_PURGE_DELAY_MS=4321 "$tessera" run --help >"$work/help2" 2>&1
+default_line=$(grep "TESSERA_PURGE_DELAY_MS" "$work/help")
+set_line=$(grep "TESSERA_PURGE_DELAY_MS" "$work/help2")
+[ "${set_line% *}" = "${default_line% *}" ] || [ "$(echo "$set_line" | awk '{print $2}')" = "$(echo "$default_line" | awk '{print $2}')" ]
+check "--help shows defaults even when TESSERA_PURGE_DELAY_MS is set" $? "'$default_line' vs '$set_line'"
+echo "$set_line" | grep -q " 4321$"
+check "--help shows the value set in the environment" $? "'$set_line'"
+
+if [ $failures -ne 0 ]; then
+  echo "tools.run_cli: $failures check(s) failed"
+  exit 1
+fi
+echo "tools.run_cli: all checks passed"
