@@ -73,6 +73,11 @@ def median_or_none(values):
     return statistics.median(values) if values else None
 
 
+def figure_width(labels):
+    """Inches: room for the labels, but never wider than a page on screen."""
+    return min(16.0, max(8.0, 0.5 * len(labels)))
+
+
 def grouped_bars(ax, labels, allocators, value_of, log=True):
     width = 0.8 / max(1, len(allocators))
     for i, alloc in enumerate(allocators):
@@ -87,9 +92,10 @@ def grouped_bars(ax, labels, allocators, value_of, log=True):
     ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
     if log:
         ax.set_yscale("log")
+        # Labelled ticks at 1, 2 and 5 of every decade: readable at any range.
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.tick_params(axis="y", which="minor", labelsize=7)
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.grid(axis="y", which="both", alpha=0.3)
     ax.legend(fontsize=8, ncol=min(5, len(allocators)))
 
@@ -106,7 +112,7 @@ def time_ratio_chart(out, order, allocators, rows, baseline):
     allocators = [a for a in allocators if a != baseline]
     labels = [l for l in order if any(ratio(l, a) for a in allocators) or
               any(rows[l].get(a, {}).get("failed") for a in allocators)]
-    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(labels) * max(1, len(allocators)) / 2.5), 5.5))
+    fig, ax = plt.subplots(figsize=(figure_width(labels), 6))
     grouped_bars(ax, labels, allocators, ratio)
     ax.axhline(1.0, color="black", linewidth=0.8)
     for j, label in enumerate(labels):
@@ -128,7 +134,7 @@ def rss_chart(out, order, allocators, rows):
         return median_or_none(cell["rss"]) if cell and not cell["failed"] else None
 
     labels = [l for l in order if any(rss(l, a) for a in allocators)]
-    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(labels) * max(1, len(allocators)) / 2.5), 5.5))
+    fig, ax = plt.subplots(figsize=(figure_width(labels), 6))
     grouped_bars(ax, labels, allocators, rss)
     ax.set_ylabel("median peak RSS, MiB (log scale)")
     ax.set_title("Peak resident memory per workload")
