@@ -64,8 +64,9 @@ typedef struct core_cfg_s {
   unsigned extend_missing;  /* a free last block is extended, not left behind */
   unsigned realloc_inplace; /* shrink in place, grow into neighbours / heap end */
   unsigned realloc_to_end;  /* a realloc that must move goes to the heap end */
-  size_t small_max;         /* >0: blocks up to this size are kept apart */
-  size_t small_chunk;       /* heap growth for a small block that does not fit */
+  size_t small_max;         /* >0: requests up to this size are kept apart */
+  size_t small_chunk;       /* least heap growth for a small block that does not fit */
+  size_t small_chunk_max;   /* most heap growth for one (see core_malloc) */
   size_t split_min;         /* smallest remainder worth splitting off (>= BLOCK_MIN) */
   enum core_fit fit;        /* index-specific: how a block is chosen */
   enum core_order order;    /* index-specific: where a freed block goes */
@@ -76,6 +77,7 @@ static char *core_base;   /* offsets are taken from here; offset 0 is "none" */
 static char *core_first;  /* first block (== core_epi while the heap is empty) */
 static char *core_epi;    /* the epilogue header: last word of the heap */
 static size_t core_align; /* 8 or 16 */
+static size_t core_small_live; /* bytes in live small blocks (cfg.small_max only) */
 
 CORE_INLINE tag_t core_off(char *b) { return (tag_t)(b - core_base); }
 CORE_INLINE char *core_ptr(tag_t off) { return off ? core_base + off : NULL; }
@@ -99,6 +101,15 @@ CORE_INLINE size_t core_asize(core_cfg_t cfg, size_t size) {
   return a < BLOCK_MIN ? BLOCK_MIN : a;
 }
 
+/* Small-block accounting (cfg.small_max): a block counts as small when its
+ * size is at most the block size of the largest small request. Counting by
+ * block size, at allocation and at free alike, keeps the total exact. */
+CORE_INLINE void core_small_account(core_cfg_t cfg, size_t block_size, int sign) {
+  if (!cfg.small_max || block_size > core_asize(cfg, cfg.small_max)) return;
+  if (sign > 0) core_small_live += block_size;
+  else core_small_live -= block_size;
+}
+
 CORE_INLINE size_t core_split_min(core_cfg_t cfg) {
   return cfg.split_min > BLOCK_MIN ? cfg.split_min : BLOCK_MIN;
 }
@@ -119,6 +130,7 @@ static int core_init(core_cfg_t cfg, size_t align) {
   /* Offsets start below the heap so that no block has offset 0. */
   core_base = (char *)mem_heap_lo() - 16;
   core_first = core_epi = p + pad;
+  core_small_live = 0;
   *tag_at(core_epi) = TAG_ALLOC | TAG_PREV_ALLOC;
   idx_init(cfg);
   return 0;
@@ -239,7 +251,7 @@ CORE_INLINE void *core_malloc(core_cfg_t cfg, size_t size) {
     return NULL;
   }
   size_t asize = core_asize(cfg, size);
-  int small = cfg.small_max && asize <= cfg.small_max;
+  int small = cfg.small_max && size <= cfg.small_max;
   char *b = idx_find(cfg, asize);
   if (!b && cfg.deferred) {
     core_coalesce_all(cfg);
@@ -249,16 +261,29 @@ CORE_INLINE void *core_malloc(core_cfg_t cfg, size_t size) {
     idx_remove(cfg, b);
   } else {
     b = NULL;
-    if (small && cfg.small_chunk > asize) b = core_extend(cfg, cfg.small_chunk);
+    if (small) {
+      /* Grow by a chunk that later small requests fill from the top and
+       * large ones from the bottom: room for as many small blocks again as
+       * are live, so the chunks double while small blocks pile up and a
+       * program with a handful of them pays almost nothing. */
+      size_t chunk = core_small_live;
+      if (chunk < cfg.small_chunk) chunk = cfg.small_chunk;
+      if (chunk > cfg.small_chunk_max) chunk = cfg.small_chunk_max;
+      chunk &= ~(core_align - 1);
+      if (chunk > asize) b = core_extend(cfg, chunk);
+    }
     if (!b) b = core_extend(cfg, asize);
     if (!b) return NULL;
   }
-  return tag_payload(core_place(cfg, b, asize, small));
+  b = core_place(cfg, b, asize, small);
+  core_small_account(cfg, tag_size(b), +1);
+  return tag_payload(b);
 }
 
 CORE_INLINE void core_free(core_cfg_t cfg, void *p) {
   if (!p) return;
   char *b = tag_block_of(p);
+  core_small_account(cfg, tag_size(b), -1);
   tag_set(b, tag_size(b), 0);
   tag_set_footer(b);
   tag_set_prev_alloc(tag_next(b), 0);
@@ -333,8 +358,13 @@ static void *core_realloc(core_cfg_t cfg, void *p, size_t size) {
   size_t keep = tag_size(b) - core_overhead(cfg);
   if (keep > size) keep = size;
   if (cfg.realloc_inplace) {
+    size_t old_size = tag_size(b);
     void *q = core_realloc_inplace(cfg, b, core_asize(cfg, size));
-    if (q) return q;
+    if (q) {
+      core_small_account(cfg, old_size, -1);
+      core_small_account(cfg, tag_size(tag_block_of(q)), +1);
+      return q;
+    }
     if (cfg.realloc_to_end) {
       /* A block that outgrew its place tends to grow again: at the end of
        * the heap its next growth is a plain extension. */
@@ -342,6 +372,7 @@ static void *core_realloc(core_cfg_t cfg, void *p, size_t size) {
       char *e = core_extend(cfg, asize);
       if (e) {
         core_mark_alloc(cfg, e, asize);
+        core_small_account(cfg, asize, +1);
         memcpy(tag_payload(e), p, keep);
         core_free(cfg, p);
         return tag_payload(e);
@@ -353,6 +384,75 @@ static void *core_realloc(core_cfg_t cfg, void *p, size_t size) {
   memcpy(q, p, keep);
   core_free(cfg, p);
   return q;
+}
+
+/* ---- doubly linked free lists (explicit and segregated families) -------- */
+
+/* A list of free blocks linked through their link words: link0 = next,
+ * link1 = prev, as offsets from core_base. The tail makes FIFO insertion
+ * O(1). */
+typedef struct core_list_s {
+  tag_t head, tail;
+} core_list_t;
+
+#define LIST_NEXT(b) (*tag_link0(b))
+#define LIST_PREV(b) (*tag_link1(b))
+
+CORE_INLINE void list_link_between(core_list_t *l, char *b, char *prev, char *next) {
+  LIST_PREV(b) = prev ? core_off(prev) : 0;
+  LIST_NEXT(b) = next ? core_off(next) : 0;
+  if (prev) LIST_NEXT(prev) = core_off(b);
+  else l->head = core_off(b);
+  if (next) LIST_PREV(next) = core_off(b);
+  else l->tail = core_off(b);
+}
+
+CORE_INLINE void list_push_front(core_list_t *l, char *b) {
+  list_link_between(l, b, NULL, core_ptr(l->head));
+}
+
+CORE_INLINE void list_push_back(core_list_t *l, char *b) {
+  list_link_between(l, b, core_ptr(l->tail), NULL);
+}
+
+/* Address order: O(length) insertion, but first fit then behaves like best
+ * fit on many workloads and neighbours in the list are neighbours in memory. */
+CORE_INLINE void list_insert_addr(core_list_t *l, char *b) {
+  char *prev = NULL, *next = core_ptr(l->head);
+  while (next && next < b) {
+    prev = next;
+    next = core_ptr(LIST_NEXT(next));
+  }
+  list_link_between(l, b, prev, next);
+}
+
+CORE_INLINE void list_insert(core_list_t *l, char *b, enum core_order order) {
+  if (order == ORDER_LIFO) list_push_front(l, b);
+  else if (order == ORDER_FIFO) list_push_back(l, b);
+  else list_insert_addr(l, b);
+}
+
+CORE_INLINE void list_remove(core_list_t *l, char *b) {
+  char *prev = core_ptr(LIST_PREV(b)), *next = core_ptr(LIST_NEXT(b));
+  if (prev) LIST_NEXT(prev) = LIST_NEXT(b);
+  else l->head = LIST_NEXT(b);
+  if (next) LIST_PREV(next) = LIST_PREV(b);
+  else l->tail = LIST_PREV(b);
+}
+
+/* First block of the list that fits, or with best the smallest that fits
+ * (stopping at an exact fit). */
+CORE_INLINE char *list_find(core_list_t *l, size_t asize, int best) {
+  char *found = NULL;
+  size_t found_size = SIZE_MAX;
+  for (char *b = core_ptr(l->head); b; b = core_ptr(LIST_NEXT(b))) {
+    size_t size = tag_size(b);
+    if (size < asize || size >= found_size) continue;
+    if (!best || size == asize) return b;
+    found = b;
+    found_size = size;
+  }
+  return found;
 }
 
 /* ---- checking ---------------------------------------------------------- */
@@ -383,6 +483,31 @@ __attribute__((unused)) static int core_check_member(char *b, const char *where,
       *tag_at(b + size - TAG_WORD) != (h & ~TAG_PREV_ALLOC))
     CORE_FAIL("%s: member at offset %zu is not a valid free block", where, core_heap_off(b));
   *tag_at(b) = h | TAG_MARK;
+  return 0;
+}
+
+/* Check one list: members valid and marked (core_check_member), prev links
+ * mirror next links, the tail is the last member, order kept when ordered,
+ * and accept(b) true for every member (the right size class). */
+__attribute__((unused)) static int core_check_list(core_list_t *l, const char *where,
+                                                   enum core_order order,
+                                                   int (*accept)(char *b, void *ctx), void *ctx,
+                                                   char *err, size_t errlen, size_t *count) {
+  char *prev = NULL;
+  for (char *b = core_ptr(l->head); b; prev = b, b = core_ptr(LIST_NEXT(b))) {
+    if (core_check_member(b, where, err, errlen) != 0) return -1;
+    if (core_ptr(LIST_PREV(b)) != prev)
+      CORE_FAIL("%s: block at offset %zu has a prev link that does not point back", where,
+                core_heap_off(b));
+    if (order == ORDER_ADDR && prev && prev >= b)
+      CORE_FAIL("%s: block at offset %zu breaks address order", where, core_heap_off(b));
+    if (accept && !accept(b, ctx))
+      CORE_FAIL("%s: block at offset %zu (size %zu) is in the wrong list", where,
+                core_heap_off(b), tag_size(b));
+    (*count)++;
+  }
+  if (core_ptr(l->tail) != prev)
+    CORE_FAIL("%s: tail does not point at the last member", where);
   return 0;
 }
 

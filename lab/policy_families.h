@@ -13,4 +13,25 @@ extern const lab_policy_t lab_policy_implicit_first;
 extern const lab_policy_t lab_policy_implicit_next;
 extern const lab_policy_t lab_policy_implicit_best;
 
+/* policy_explicit.c */
+extern const lab_policy_t lab_policy_explicit_lifo_first;
+extern const lab_policy_t lab_policy_explicit_fifo_first;
+extern const lab_policy_t lab_policy_explicit_addr_first;
+extern const lab_policy_t lab_policy_explicit_lifo_best;
+extern const lab_policy_t lab_policy_explicit_addr_best;
+
+/* policy_segregated.c */
+extern const lab_policy_t lab_policy_segregated_pow2_first;
+extern const lab_policy_t lab_policy_segregated_pow2_best;
+extern const lab_policy_t lab_policy_segregated_fine_first;
+extern const lab_policy_t lab_policy_segregated_fine_best;
+extern const lab_policy_t lab_policy_segregated_deferred;
+extern const lab_policy_t lab_policy_segregated_split64;
+extern const lab_policy_t lab_policy_segregated_nofooter;
+extern const lab_policy_t lab_policy_segregated_realloc;
+
+/* policy_tree.c */
+extern const lab_policy_t lab_policy_tree_best;
+extern const lab_policy_t lab_policy_tree_best_apart;
+
 #endif

@@ -10,6 +10,21 @@ static const lab_policy_t *const policies[] = {
   &lab_policy_implicit_first,
   &lab_policy_implicit_next,
   &lab_policy_implicit_best,
+  &lab_policy_explicit_lifo_first,
+  &lab_policy_explicit_fifo_first,
+  &lab_policy_explicit_addr_first,
+  &lab_policy_explicit_lifo_best,
+  &lab_policy_explicit_addr_best,
+  &lab_policy_segregated_pow2_first,
+  &lab_policy_segregated_pow2_best,
+  &lab_policy_segregated_fine_first,
+  &lab_policy_segregated_fine_best,
+  &lab_policy_segregated_deferred,
+  &lab_policy_segregated_split64,
+  &lab_policy_segregated_nofooter,
+  &lab_policy_segregated_realloc,
+  &lab_policy_tree_best,
+  &lab_policy_tree_best_apart,
   NULL,
 };
 
@@ -23,4 +38,4 @@ const lab_policy_t *lab_policy_find(const char *name) {
 }
 
 /* The best policy: highest perf index on the classic traces (docs/LAB.md). */
-const lab_policy_t *lab_policy_default(void) { return &lab_policy_implicit_first; }
+const lab_policy_t *lab_policy_default(void) { return &lab_policy_tree_best_apart; }

@@ -1,0 +1,65 @@
+/* policy_explicit: one explicit doubly linked free list.
+ *
+ * Free blocks are linked through their payload (32-bit offsets, so a free
+ * block still fits in 16 bytes); allocation searches only free blocks instead
+ * of the whole heap. The policies differ in where a freed block is inserted
+ * and how the list is searched:
+ *   explicit-lifo-first  push at the head (O(1) free), first fit;
+ *   explicit-fifo-first  push at the tail, first fit;
+ *   explicit-addr-first  keep address order (O(n) free), first fit;
+ *   explicit-lifo-best   LIFO, best fit (full scan, stops on an exact fit);
+ *   explicit-addr-best   address order, best fit (ties go to the lowest address).
+ * All keep header and footer on every block and coalesce immediately, as in
+ * the textbook. Invariant of this file: the list holds exactly the free
+ * blocks, its prev links mirror its next links, and with address order it is
+ * sorted. Called through the lab_policy_t objects in policy_registry.c. */
+#include "heap_core.h"
+#include "policy_families.h"
+
+static core_list_t free_list;
+
+static void idx_init(core_cfg_t cfg) {
+  (void)cfg;
+  free_list.head = free_list.tail = 0;
+}
+
+CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) { list_insert(&free_list, b, cfg.order); }
+CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
+  (void)cfg;
+  list_remove(&free_list, b);
+}
+CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
+  return list_find(&free_list, asize, cfg.fit == FIT_BEST);
+}
+
+static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
+  return core_check_list(&free_list, "free list", cfg.order, NULL, NULL, err, errlen, count);
+}
+
+#define EXPLICIT_POLICY(ident, pname, desc, ...)                                     \
+  static const core_cfg_t ident##_cfg = {__VA_ARGS__};                              \
+  static int ident##_init(size_t a) { return core_init(ident##_cfg, a); }            \
+  static void *ident##_malloc(size_t n) { return core_malloc(ident##_cfg, n); }      \
+  static void ident##_free(void *p) { core_free(ident##_cfg, p); }                   \
+  static void *ident##_realloc(void *p, size_t n) {                                 \
+    return core_realloc(ident##_cfg, p, n);                                          \
+  }                                                                                  \
+  static int ident##_check(char *e, size_t l) { return core_check(ident##_cfg, 1, e, l); } \
+  const lab_policy_t ident = {pname, desc, ident##_init, ident##_malloc, ident##_free, \
+                              ident##_realloc, ident##_check};
+
+EXPLICIT_POLICY(lab_policy_explicit_lifo_first, "explicit-lifo-first",
+                "explicit list, LIFO insertion, first fit",
+                .order = ORDER_LIFO, .fit = FIT_FIRST)
+EXPLICIT_POLICY(lab_policy_explicit_fifo_first, "explicit-fifo-first",
+                "explicit list, FIFO insertion, first fit",
+                .order = ORDER_FIFO, .fit = FIT_FIRST)
+EXPLICIT_POLICY(lab_policy_explicit_addr_first, "explicit-addr-first",
+                "explicit list, address-ordered insertion, first fit",
+                .order = ORDER_ADDR, .fit = FIT_FIRST)
+EXPLICIT_POLICY(lab_policy_explicit_lifo_best, "explicit-lifo-best",
+                "explicit list, LIFO insertion, best fit",
+                .order = ORDER_LIFO, .fit = FIT_BEST)
+EXPLICIT_POLICY(lab_policy_explicit_addr_best, "explicit-addr-best",
+                "explicit list, address-ordered insertion, best fit (lowest address wins ties)",
+                .order = ORDER_ADDR, .fit = FIT_BEST)

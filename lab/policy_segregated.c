@@ -1,0 +1,156 @@
+/* policy_segregated: segregated free lists, one per size class, and the
+ * refinements of the textbook progression built on them.
+ *
+ * Size classes:
+ *   pow2  one class per power of two (16-31, 32-63, ...);
+ *   fine  one class per 8 bytes up to 1 KiB (every block in such a class has
+ *         the same size, so its first block is also its best), then eight
+ *         classes per power of two.
+ * A bitmap of non-empty classes finds the next usable class without walking
+ * empty lists. First fit takes the first block that fits, starting in the
+ * request's class; best fit takes the smallest block of the first class that
+ * has one that fits (every block of a higher class fits). Lists are LIFO.
+ *
+ * The policies, in progression order (each adds one thing to the previous):
+ *   segregated-pow2-first, segregated-pow2-best, segregated-fine-first,
+ *   segregated-fine-best        header+footer, immediate coalescing;
+ *   segregated-deferred         coalesce only when a search fails;
+ *   segregated-split64          only split when the rest is >= 64 bytes;
+ *   segregated-nofooter         footerless allocated blocks (prev-allocated
+ *                               bit), and a free last block is extended by
+ *                               only what is missing;
+ *   segregated-realloc          + in-place realloc (shrink, grow into the
+ *                               next block, grow at the heap end).
+ * Invariant of this file: every free block is in the list of its own size
+ * class, and a class's bitmap bit is set exactly when its list is non-empty.
+ * Called through the lab_policy_t objects in policy_registry.c. */
+#include "heap_core.h"
+#include "policy_families.h"
+
+#define SEG_FINE_EXACT 1024 /* classes are 8 bytes wide up to here */
+#define SEG_CLASSES 296     /* enough fine classes for sizes below 2^31 */
+#define SEG_WORDS ((SEG_CLASSES + 63) / 64)
+
+static core_list_t seg_lists[SEG_CLASSES];
+static uint64_t seg_nonempty[SEG_WORDS];
+
+_Static_assert(SEG_FINE_EXACT / 8 - 2 + 1 + (30 - 10) * 8 + 8 <= SEG_CLASSES,
+               "fine classes must cover every block size below 2^31");
+
+CORE_INLINE unsigned seg_log2(size_t n) { return 63u - (unsigned)__builtin_clzll(n); }
+
+CORE_INLINE unsigned seg_class(core_cfg_t cfg, size_t size) {
+  if (!cfg.fine_classes) return seg_log2(size) - 4; /* 16..31 -> 0 */
+  if (size <= SEG_FINE_EXACT) return (unsigned)(size / 8 - 2);
+  unsigned e = seg_log2(size);
+  unsigned sub = (unsigned)(size >> (e - 3)) & 7u;
+  return SEG_FINE_EXACT / 8 - 1 + (e - 10) * 8 + sub;
+}
+
+static void idx_init(core_cfg_t cfg) {
+  (void)cfg;
+  memset(seg_lists, 0, sizeof seg_lists);
+  memset(seg_nonempty, 0, sizeof seg_nonempty);
+}
+
+CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
+  unsigned c = seg_class(cfg, tag_size(b));
+  list_push_front(&seg_lists[c], b);
+  seg_nonempty[c / 64] |= (uint64_t)1 << (c % 64);
+}
+
+CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
+  unsigned c = seg_class(cfg, tag_size(b));
+  list_remove(&seg_lists[c], b);
+  if (!seg_lists[c].head) seg_nonempty[c / 64] &= ~((uint64_t)1 << (c % 64));
+}
+
+/* First non-empty class >= c, or -1. */
+CORE_INLINE int seg_next_class(unsigned c) {
+  for (unsigned w = c / 64; w < SEG_WORDS; w++) {
+    uint64_t bits = seg_nonempty[w];
+    if (w == c / 64) bits &= ~(uint64_t)0 << (c % 64);
+    if (bits) return (int)(w * 64 + (unsigned)__builtin_ctzll(bits));
+  }
+  return -1;
+}
+
+CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
+  int best = cfg.fit == FIT_BEST;
+  unsigned c = seg_class(cfg, asize);
+  int k = seg_next_class(c);
+  if (k < 0) return NULL;
+  if ((unsigned)k == c) {
+    char *b = list_find(&seg_lists[c], asize, best);
+    if (b) return b;
+    k = seg_next_class(c + 1);
+    if (k < 0) return NULL;
+  }
+  /* Every block of a higher class fits. */
+  if (!best) return core_ptr(seg_lists[k].head);
+  return list_find(&seg_lists[k], asize, 1);
+}
+
+typedef struct seg_check_ctx_s {
+  core_cfg_t cfg;
+  unsigned cls;
+} seg_check_ctx_t;
+
+static int seg_in_class(char *b, void *ctx) {
+  seg_check_ctx_t *c = ctx;
+  return seg_class(c->cfg, tag_size(b)) == c->cls;
+}
+
+static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
+  for (unsigned c = 0; c < SEG_CLASSES; c++) {
+    char where[48];
+    snprintf(where, sizeof where, "size class %u", c);
+    seg_check_ctx_t ctx = {cfg, c};
+    if (core_check_list(&seg_lists[c], where, ORDER_LIFO, seg_in_class, &ctx, err, errlen,
+                        count) != 0)
+      return -1;
+    int bit = (seg_nonempty[c / 64] >> (c % 64)) & 1;
+    if (bit != (seg_lists[c].head != 0))
+      CORE_FAIL("size class %u: non-empty bit is %d but the list is %s", c, bit,
+                seg_lists[c].head ? "non-empty" : "empty");
+  }
+  return 0;
+}
+
+#define SEG_POLICY(ident, pname, desc, ...)                                          \
+  static const core_cfg_t ident##_cfg = {__VA_ARGS__};                              \
+  static int ident##_init(size_t a) { return core_init(ident##_cfg, a); }            \
+  static void *ident##_malloc(size_t n) { return core_malloc(ident##_cfg, n); }      \
+  static void ident##_free(void *p) { core_free(ident##_cfg, p); }                   \
+  static void *ident##_realloc(void *p, size_t n) {                                 \
+    return core_realloc(ident##_cfg, p, n);                                          \
+  }                                                                                  \
+  static int ident##_check(char *e, size_t l) { return core_check(ident##_cfg, 1, e, l); } \
+  const lab_policy_t ident = {pname, desc, ident##_init, ident##_malloc, ident##_free, \
+                              ident##_realloc, ident##_check};
+
+SEG_POLICY(lab_policy_segregated_pow2_first, "segregated-pow2-first",
+           "segregated lists, power-of-two classes, first fit",
+           .fit = FIT_FIRST)
+SEG_POLICY(lab_policy_segregated_pow2_best, "segregated-pow2-best",
+           "segregated lists, power-of-two classes, best fit within the class",
+           .fit = FIT_BEST)
+SEG_POLICY(lab_policy_segregated_fine_first, "segregated-fine-first",
+           "segregated lists, exact 8-byte classes to 1 KiB then 8 per power of two, first fit",
+           .fine_classes = 1, .fit = FIT_FIRST)
+SEG_POLICY(lab_policy_segregated_fine_best, "segregated-fine-best",
+           "segregated lists, fine classes, best fit within the class",
+           .fine_classes = 1, .fit = FIT_BEST)
+SEG_POLICY(lab_policy_segregated_deferred, "segregated-deferred",
+           "segregated-fine-best with deferred coalescing (only when a search fails)",
+           .fine_classes = 1, .fit = FIT_BEST, .deferred = 1)
+SEG_POLICY(lab_policy_segregated_split64, "segregated-split64",
+           "segregated-fine-best, but splits only when the rest is at least 64 bytes",
+           .fine_classes = 1, .fit = FIT_BEST, .split_min = 64)
+SEG_POLICY(lab_policy_segregated_nofooter, "segregated-nofooter",
+           "segregated-fine-best, footerless allocated blocks, free last block extended",
+           .fine_classes = 1, .fit = FIT_BEST, .footerless = 1, .extend_missing = 1)
+SEG_POLICY(lab_policy_segregated_realloc, "segregated-realloc",
+           "segregated-nofooter + in-place realloc (shrink, grow into next, grow at heap end)",
+           .fine_classes = 1, .fit = FIT_BEST, .footerless = 1, .extend_missing = 1,
+           .realloc_inplace = 1)

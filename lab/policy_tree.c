@@ -1,0 +1,185 @@
+/* policy_tree: best fit in O(log n) with a size-ordered balanced tree.
+ *
+ * All free blocks live in one treap (a binary search tree that is also a heap
+ * on a pseudo-random priority, hence balanced in expectation) keyed by
+ * (size, address). The best fit is the lower bound of (asize, 0): the
+ * smallest block that fits and, among equal sizes, the lowest address, which
+ * keeps the heap compact. The two links of a free block are the left and
+ * right child, so a free block still fits in 16 bytes; the priority is a hash
+ * of the block's offset and is never stored. No parent links: removal finds
+ * the node again by its key from the root, still O(log n).
+ *
+ * Policies (both footerless, extend a free last block by only what is
+ * missing, and realloc in place):
+ *   tree-best        exact best fit, everything placed at the bottom of the
+ *                    chosen block;
+ *   tree-best-apart  + small blocks (<= 64 bytes with tags) are kept apart
+ *                    from large ones: they are carved from the top of a free
+ *                    block (large ones from the bottom), and when none fits
+ *                    the heap grows by a 2 KiB chunk for them, so runs of
+ *                    small and large blocks do not interleave and freed large
+ *                    blocks coalesce; a realloc that must move goes to the end
+ *                    of the heap, where its next growth is an extension.
+ *                    This is Tessera's best policy (lab_policy_default()).
+ * Invariant of this file: in-order traversal is strictly increasing in
+ * (size, address), and every node's priority is >= its children's.
+ * Called through the lab_policy_t objects in policy_registry.c. */
+#include "heap_core.h"
+#include "policy_families.h"
+
+#ifndef SMALL_MAX
+#define SMALL_MAX 64
+#endif
+#ifndef SMALL_CHUNK
+#define SMALL_CHUNK 256
+#endif
+#ifndef SMALL_CMAX
+#define SMALL_CMAX 65536
+#endif
+
+static tag_t tree_root;
+
+#define TREE_LEFT(b) (*tag_link0(b))
+#define TREE_RIGHT(b) (*tag_link1(b))
+
+CORE_INLINE uint64_t tree_key(char *b) { return ((uint64_t)tag_size(b) << 32) | core_off(b); }
+
+/* A fixed pseudo-random priority: the murmur3 finaliser of the offset. (A
+ * plain multiplicative hash is not enough: blocks at evenly spaced offsets,
+ * freed in address order, then get priorities that build a deep tree.) */
+CORE_INLINE uint32_t tree_prio(tag_t off) {
+  uint32_t h = off;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+
+static void idx_init(core_cfg_t cfg) {
+  (void)cfg;
+  tree_root = 0;
+}
+
+CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
+  (void)cfg;
+  tag_t off = core_off(b);
+  uint32_t prio = tree_prio(off);
+  uint64_t key = tree_key(b);
+  tag_t *slot = &tree_root;
+  /* Descend while the nodes outrank the new one... */
+  while (*slot && tree_prio(*slot) > prio) {
+    char *n = core_ptr(*slot);
+    slot = tree_key(n) < key ? &TREE_RIGHT(n) : &TREE_LEFT(n);
+  }
+  /* ...then split the subtree there into keys below and above b's. */
+  tag_t t = *slot;
+  tag_t *lo = &TREE_LEFT(b), *hi = &TREE_RIGHT(b);
+  while (t) {
+    char *n = core_ptr(t);
+    if (tree_key(n) < key) {
+      *lo = t;
+      lo = &TREE_RIGHT(n);
+      t = TREE_RIGHT(n);
+    } else {
+      *hi = t;
+      hi = &TREE_LEFT(n);
+      t = TREE_LEFT(n);
+    }
+  }
+  *lo = *hi = 0;
+  *slot = off;
+}
+
+CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
+  (void)cfg;
+  tag_t off = core_off(b);
+  uint64_t key = tree_key(b);
+  tag_t *slot = &tree_root;
+  while (*slot != off) {
+    char *n = core_ptr(*slot);
+    slot = tree_key(n) < key ? &TREE_RIGHT(n) : &TREE_LEFT(n);
+  }
+  /* Replace b by the merge of its subtrees (all left keys < all right keys). */
+  tag_t l = TREE_LEFT(b), r = TREE_RIGHT(b);
+  while (l && r) {
+    if (tree_prio(l) > tree_prio(r)) {
+      *slot = l;
+      slot = &TREE_RIGHT(core_ptr(l));
+      l = *slot;
+    } else {
+      *slot = r;
+      slot = &TREE_LEFT(core_ptr(r));
+      r = *slot;
+    }
+  }
+  *slot = l ? l : r;
+}
+
+CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
+  (void)cfg;
+  char *best = NULL;
+  tag_t t = tree_root;
+  while (t) {
+    char *n = core_ptr(t);
+    if (tag_size(n) >= asize) {
+      best = n;
+      t = TREE_LEFT(n);
+    } else {
+      t = TREE_RIGHT(n);
+    }
+  }
+  return best;
+}
+
+/* Recursive in-order walk (depth is O(log n) in expectation; bounded by the
+ * member count, since a revisited node is caught as listed twice). */
+static int tree_check_node(tag_t t, uint64_t *last, int *have_last, char *err, size_t errlen,
+                           size_t *count) {
+  if (!t) return 0;
+  char *n = core_ptr(t);
+  if (core_check_member(n, "tree", err, errlen) != 0) return -1;
+  (*count)++;
+  tag_t kids[2] = {TREE_LEFT(n), TREE_RIGHT(n)};
+  for (int i = 0; i < 2; i++)
+    if (kids[i] && tree_prio(kids[i]) > tree_prio(t))
+      CORE_FAIL("tree: node at offset %zu outranks its parent (heap order broken)",
+                core_heap_off(core_ptr(kids[i])));
+  if (tree_check_node(kids[0], last, have_last, err, errlen, count) != 0) return -1;
+  uint64_t key = tree_key(n);
+  if (*have_last && key <= *last)
+    CORE_FAIL("tree: node at offset %zu (size %zu) breaks (size, address) order",
+              core_heap_off(n), tag_size(n));
+  *last = key;
+  *have_last = 1;
+  return tree_check_node(kids[1], last, have_last, err, errlen, count);
+}
+
+static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
+  (void)cfg;
+  uint64_t last = 0;
+  int have_last = 0;
+  return tree_check_node(tree_root, &last, &have_last, err, errlen, count);
+}
+
+#define TREE_POLICY(ident, pname, desc, ...)                                         \
+  static const core_cfg_t ident##_cfg = {__VA_ARGS__};                              \
+  static int ident##_init(size_t a) { return core_init(ident##_cfg, a); }            \
+  static void *ident##_malloc(size_t n) { return core_malloc(ident##_cfg, n); }      \
+  static void ident##_free(void *p) { core_free(ident##_cfg, p); }                   \
+  static void *ident##_realloc(void *p, size_t n) {                                 \
+    return core_realloc(ident##_cfg, p, n);                                          \
+  }                                                                                  \
+  static int ident##_check(char *e, size_t l) { return core_check(ident##_cfg, 1, e, l); } \
+  const lab_policy_t ident = {pname, desc, ident##_init, ident##_malloc, ident##_free, \
+                              ident##_realloc, ident##_check};
+
+TREE_POLICY(lab_policy_tree_best, "tree-best",
+            "treap keyed by (size, address): O(log n) exact best fit, footerless, in-place realloc",
+            .fit = FIT_BEST, .footerless = 1, .extend_missing = 1, .realloc_inplace = 1)
+TREE_POLICY(lab_policy_tree_best_apart, "tree-best-apart",
+            "tree-best + small blocks kept apart from large ones, moving reallocs go to the heap end",
+            .fit = FIT_BEST, .footerless = 1, .extend_missing = 1, .realloc_inplace = 1,
+            .realloc_to_end = 1, .small_max = SMALL_MAX, .small_chunk = SMALL_CHUNK,
+            .small_chunk_max = SMALL_CMAX)
