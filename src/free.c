@@ -102,6 +102,9 @@ void tes_free_slow(void *p) {
     return;
   }
   tes_page_t *page = tes_page_of(seg, p);
+#if TES_SECURE
+  tes_secure_check_free(seg, page, p);
+#endif
   tes_heap_t *heap = tes_tls_heap;
   if (tes_unlikely(heap->is_static)) {
     /* A thread that only frees still gets a heap: its counters, and its

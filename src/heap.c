@@ -37,6 +37,7 @@ static void class_direct_range(unsigned c, size_t *lo, size_t *hi) {
 
 void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default) {
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct[i] = &tes_page_empty;
+  for (size_t i = 0; i < TES_SLICE_SLOTS; i++) heap->slice_tag[i] = UINTPTR_MAX;
   heap->thread_id = thread_id;
   heap->thread_default = thread_default ? thread_default : heap;
   heap->key = (uintptr_t)tes_random_next();

@@ -25,6 +25,7 @@ __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec"))) = &
 
 tes_heap_t tes_heap_empty = {
     .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
+    .slice_tag = {[0 ... TES_SLICE_SLOTS - 1] = UINTPTR_MAX},
     .thread_id = TES_TID_NONE,
     .is_static = true,
 };

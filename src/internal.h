@@ -15,6 +15,8 @@
  *            segment starts here, 2 = the tail of a huge segment. free()
  *            consults it before dereferencing anything, so a pointer no
  *            segment owns is recognised and refused.
+ *            A thread's heap also keeps a table of the 64 KiB slices it owns:
+ *            the free fast path checks that table instead (no shared load).
  *   heap     per-thread state; the thread-local pointer tes_tls_heap is the
  *            only TLS and starts as &tes_heap_empty, whose direct table points
  *            at a page with no free blocks: the fast path needs no NULL check.
@@ -167,8 +169,18 @@ typedef struct tes_counters_s {
 } tes_counters_t;
 
 /* ---- heap ------------------------------------------------------------------ */
+#define TES_SLICE_SHIFT 16 /* 64 KiB slices */
+#define TES_SLICE_SLOTS 1024
 struct tes_heap_s {
   tes_page_t *direct[TES_DIRECT_COUNT]; /* fast path: size -> page with free blocks */
+  /* Free fast path: the 64 KiB slices of the block areas of segments this
+   * thread owns, direct-mapped by (address >> 16) % 1024: slice_tag holds the
+   * slice number, slice_page its page. Kept only in a thread's default heap
+   * (its first-class heaps register there too); a slice missing here, after
+   * a collision, simply takes the slow path. A tag match proves the pointer
+   * lies in one of our own pages before anything is dereferenced. */
+  uintptr_t slice_tag[TES_SLICE_SLOTS];
+  tes_page_t *slice_page[TES_SLICE_SLOTS];
   uintptr_t thread_id;                  /* owner thread's id (shared by its heaps) */
   tes_page_queue_t queues[TES_CLASS_COUNT];
   tes_page_queue_t full;

@@ -19,7 +19,6 @@ uint8_t tes_segmap[TES_SEGMAP_COUNT];
 static_assert(SEGMENT_HEADER(TES_SMALL_PAGES) <= ((size_t)1 << TES_SMALL_PAGE_SHIFT),
               "small segment header fits in page 0");
 static_assert(SEGMENT_HEADER(1) <= TES_LARGE_OFFSET, "large segment header fits before the block");
-static_assert(offsetof(tes_segment_t, thread_id) == 0, "fast path reads the owner first");
 
 static tes_lock_t cache_lock = TES_LOCK_INIT;
 static tes_segment_t *cache_first;
@@ -186,7 +185,26 @@ tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
 }
 
 /* ---- small and medium segments ------------------------------------------------ */
+/* The owning thread's slice table (the free fast path): every slice of the
+ * segment's block pages (not the header page) -> its page descriptor. */
+static void owned_set(tes_heap_t *heap, tes_segment_t *seg, bool present) {
+  tes_heap_t *table = heap->thread_default ? heap->thread_default : heap;
+  uintptr_t first = (uintptr_t)seg >> TES_SLICE_SHIFT;
+  unsigned per_page = 1u << (seg->page_shift - TES_SLICE_SHIFT);
+  for (unsigned i = per_page; i < TES_SEGMENT_SIZE >> TES_SLICE_SHIFT; i++) {
+    uintptr_t slice = first + i;
+    size_t slot = slice & (TES_SLICE_SLOTS - 1);
+    if (present) {
+      table->slice_tag[slot] = slice;
+      table->slice_page[slot] = &seg->pages[i / per_page];
+    } else if (table->slice_tag[slot] == slice) {
+      table->slice_tag[slot] = UINTPTR_MAX;
+    }
+  }
+}
+
 void tes_segment_link(tes_heap_t *heap, tes_segment_t *seg) {
+  owned_set(heap, seg, true);
   seg->heap = heap;
   seg->prev = NULL;
   seg->next = heap->segments;
@@ -203,6 +221,7 @@ void tes_segment_link(tes_heap_t *heap, tes_segment_t *seg) {
 }
 
 void tes_segment_unlink(tes_heap_t *heap, tes_segment_t *seg) {
+  owned_set(heap, seg, false);
   if (seg->prev) seg->prev->next = seg->next;
   else heap->segments = seg->next;
   if (seg->next) seg->next->prev = seg->prev;
