@@ -10,6 +10,8 @@
 #include "fault.h"
 #include "tessera.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 

@@ -196,12 +196,12 @@ static void check_nth_mmap_sweep(void) {
   uint32_t rng = 12345;
   for (long n = 1; n <= 40; n++) {
     tes_fault_fail_nth(TES_FAULT_MMAP, n);
-    for (int op = 0; op < 300; op++) {
+    for (int op = 0; op < 200; op++) {
       rng = rng * 1103515245u + 12345u;
-      unsigned pick = (rng >> 16) % 10;
-      size_t size = pick < 6 ? 16 + (rng >> 8) % 2048
-                  : pick < 9 ? 8 * KiB + (rng >> 4) % (256 * KiB)
-                             : 2 * MiB + (rng >> 4) % (4 * MiB);
+      unsigned pick = (rng >> 16) % 32;
+      size_t size = pick < 24 ? 16 + (rng >> 8) % 2048
+                  : pick < 31 ? 8 * KiB + (rng >> 4) % (128 * KiB)
+                              : 1 * MiB + (rng >> 4) % (3 * MiB);
       alloc_kind_t kind = (alloc_kind_t)((rng >> 12) % 3); /* malloc, calloc, aligned */
       size_t alignment = kind == KIND_ALIGNED_ALLOC ? (size_t)64 << ((rng >> 20) % 12) : 0;
       if (alignment) size = (size + alignment - 1) & ~(alignment - 1);
@@ -341,6 +341,9 @@ static void check_madvise_purge(void) {
 static void check_aligned_paths(void) {
   static const alloc_kind_t kinds[] = {KIND_ALIGNED_ALLOC, KIND_POSIX_MEMALIGN, KIND_MEMALIGN};
   static const size_t alignments[] = {64, 4 * KiB, 1 * MiB, TES_MAX_ALIGNMENT};
+  /* Some memory first, so small alignments are served from existing pages
+   * before they need a new segment. */
+  for (int i = 0; i < 1000; i++) pool_add(tes_malloc(100 + (size_t)i), 100 + (size_t)i);
   injected_before = tes_fault_injected();
   tes_fault_fail_always(TES_FAULT_MMAP, true);
   for (size_t k = 0; k < 3; k++) {

@@ -2,13 +2,14 @@
  * it dies: the signal (or exit status) and the exact error text on stderr.
  *
  *   death_runner [--env NAME=VALUE]... (--signal NUM | --exit NUM)
- *                [--stderr TEXT]... [--no-stderr TEXT]... [--stdout TEXT]...
- *                -- PROGRAM [ARGS...]
+ *                [--stderr TEXT]... [--stderr-lines N] [--no-stderr TEXT]...
+ *                [--stdout TEXT]... -- PROGRAM [ARGS...]
  *
- * --stderr TEXT: TEXT must appear on exactly one line of the child's stderr
- * (the allocator reports an error in one line, not a dump). --no-stderr TEXT:
- * TEXT must not appear. --stdout TEXT: TEXT must appear in stdout (a program
- * that was told to continue after an error proves it did by printing).
+ * --stderr TEXT: TEXT must appear on a line of the child's stderr.
+ * --stderr-lines N: stderr must have exactly N lines (the allocator reports
+ * an error in one line, not a dump). --no-stderr TEXT: TEXT must not appear.
+ * --stdout TEXT: TEXT must appear in stdout (a program that was told to
+ * continue after an error proves it did by printing).
  * The child runs with core dumps off so an expected abort stays fast.
  * Exit status: 0 all expectations met, 1 otherwise, 2 usage error. Used by
  * tests/security/CMakeLists.txt for every security.* test. */
@@ -57,14 +58,15 @@ static int lines_containing(const char *text, const char *needle) {
 static void usage(void) {
   fprintf(stderr,
           "usage: death_runner [--env N=V]... (--signal NUM | --exit NUM) [--stderr TEXT]...\n"
-          "                    [--no-stderr TEXT]... [--stdout TEXT]... -- PROGRAM [ARGS...]\n");
+          "                    [--stderr-lines N] [--no-stderr TEXT]... [--stdout TEXT]...\n"
+          "                    -- PROGRAM [ARGS...]\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
   const char *want_stderr[MAX_EXPECT], *not_stderr[MAX_EXPECT], *want_stdout[MAX_EXPECT];
   int n_want_stderr = 0, n_not_stderr = 0, n_want_stdout = 0;
-  int want_signal = -1, want_exit = -1;
+  int want_signal = -1, want_exit = -1, want_lines = -1;
   int i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i];
@@ -78,6 +80,8 @@ int main(int argc, char **argv) {
       if (putenv((char *)v) != 0) usage();
     } else if (strcmp(a, "--signal") == 0) {
       want_signal = atoi(v);
+    } else if (strcmp(a, "--stderr-lines") == 0) {
+      want_lines = atoi(v);
     } else if (strcmp(a, "--exit") == 0) {
       want_exit = atoi(v);
     } else if (strcmp(a, "--stderr") == 0 && n_want_stderr < MAX_EXPECT) {
@@ -134,10 +138,17 @@ int main(int argc, char **argv) {
     ok = false;
   }
   for (int k = 0; k < n_want_stderr; k++) {
-    int n = lines_containing(err_text, want_stderr[k]);
-    if (n != 1) {
-      printf("FAIL: stderr has %d lines containing \"%s\", expected exactly 1\n", n,
-             want_stderr[k]);
+    if (lines_containing(err_text, want_stderr[k]) == 0) {
+      printf("FAIL: no line of stderr contains \"%s\"\n", want_stderr[k]);
+      ok = false;
+    }
+  }
+  if (want_lines >= 0) {
+    int lines = 0;
+    for (const char *c = err_text; *c; c++) lines += *c == '\n';
+    if (err_text[0] && err_text[strlen(err_text) - 1] != '\n') lines++;
+    if (lines != want_lines) {
+      printf("FAIL: stderr has %d lines, expected %d\n", lines, want_lines);
       ok = false;
     }
   }

@@ -43,7 +43,7 @@ static void *worker(void *argp) {
   uint64_t seed[BLOCKS_PER_THREAD];
   for (int i = 0; i < BLOCKS_PER_THREAD; i++) {
     uint64_t r = soak_rng(&rng);
-    size[i] = (r & 7) == 0 ? 4096 + r % 60000 : 8 + r % 1024;
+    size[i] = (r & 7) == 0 ? 4096 + r % 28000 : 8 + r % 1024;
     seed[i] = r;
     ptr[i] = soak_malloc(size[i]);
     SOAK_CHECK(ptr[i] != NULL);
