@@ -28,6 +28,7 @@ typedef struct gen_s {
   uint64_t *size_of;    /* per id: live size (UINT64_MAX once freed) */
   size_t ids, ids_cap;
   uint64_t live, peak;
+  uint64_t max_size;    /* every request is clamped to this */
   bool failed;
 } gen_t;
 
@@ -67,6 +68,7 @@ static bool push(gen_t *g, char kind, uint32_t id, uint64_t size) {
 
 /* Allocate a new block; returns its id (UINT32_MAX on failure). */
 static uint32_t emit_alloc(gen_t *g, uint64_t size) {
+  if (size > g->max_size) size = g->max_size;
   if (size == 0) size = 1;
   if (g->ids == g->ids_cap) {
     size_t cap = g->ids_cap ? g->ids_cap * 2 : 1024;
@@ -91,6 +93,7 @@ static void emit_free(gen_t *g, uint32_t id) {
 }
 
 static void emit_realloc(gen_t *g, uint32_t id, uint64_t size) {
+  if (size > g->max_size) size = g->max_size;
   if (id >= g->ids || g->size_of[id] == UINT64_MAX || size == 0) { g->failed = true; return; }
   g->live = g->live - g->size_of[id] + size;
   if (g->live > g->peak) g->peak = g->live;
@@ -157,14 +160,14 @@ static void gen_binary(gen_t *g, size_t ops, uint64_t max_size) {
 static void gen_coalescing(gen_t *g, size_t ops, uint64_t max_size) {
   size_t rounds = ops / 6 ? ops / 6 : 1;
   uint64_t half = max_size / 2 ? max_size / 2 : 1;
-  uint64_t s = rnd_range(g, 8, half / 4 ? half / 4 : 8);
+  uint64_t s = rnd_range(g, 1, half / 4 ? half / 4 : 1);
   for (size_t i = 0; i < rounds; i++) {
     uint32_t x = emit_alloc(g, s), y = emit_alloc(g, s);
     emit_free(g, x);
     emit_free(g, y);
     emit_free(g, emit_alloc(g, 2 * s));
     s += rnd_range(g, 1, 64);
-    if (s > half) s = rnd_range(g, 8, 64);
+    if (s > half) s = rnd_range(g, 1, half < 64 ? half : 64);
   }
 }
 
@@ -329,7 +332,7 @@ int tracegen_text(const char *pattern, const tracegen_params_t *params, char **t
     return errorf(err, errlen, "--max-size %llu is above the limit 2^40",
                   (unsigned long long)max_size);
 
-  gen_t g = {.rng = params->seed ^ 0x5445535345524121ull};
+  gen_t g = {.rng = params->seed ^ 0x5445535345524121ull, .max_size = max_size};
   if (!strcmp(pattern, "random")) gen_random(&g, ops, max_size);
   else if (!strcmp(pattern, "binary")) gen_binary(&g, ops, max_size);
   else if (!strcmp(pattern, "coalescing")) gen_coalescing(&g, ops, max_size);
