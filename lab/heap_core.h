@@ -371,8 +371,8 @@ static void *core_realloc(core_cfg_t cfg, void *p, size_t size) {
       size_t asize = core_asize(cfg, size);
       char *e = core_extend(cfg, asize);
       if (e) {
-        core_mark_alloc(cfg, e, asize);
-        core_small_account(cfg, asize, +1);
+        e = core_place(cfg, e, asize, 0); /* a free last block may be larger */
+        core_small_account(cfg, tag_size(e), +1);
         memcpy(tag_payload(e), p, keep);
         core_free(cfg, p);
         return tag_payload(e);
