@@ -1,0 +1,79 @@
+/* unit_large.c — large blocks (src/large.c): page-rounded usable size, the
+ * segment cache (a freed large block's segment is reused without a new
+ * mmap), realloc in place while the segment has room, growth by mremap with
+ * contents kept, calloc zeroing a reused segment, and large-block alignment. */
+#include "unit_common.h"
+
+#include "internal.h"
+
+int main(void) {
+  tes_stats_t s0, s1;
+  size_t page = tes_os_page_size();
+
+  unsigned char *p = tes_malloc(300000);
+  REQUIRE(p != NULL, "malloc(300000)");
+  CHECK(tes_usable_size(p) == (300000 + page - 1) / page * page, "usable %zu", tes_usable_size(p));
+  CHECK(((uintptr_t)p & 63) == 0, "large block not 64-byte aligned: %p", (void *)p);
+  memset(p, 0x5a, 300000);
+
+  /* Free + malloc of a similar size: the cached segment comes back. */
+  tes_free(p);
+  tes_stats_get(&s0);
+  unsigned char *q = tes_malloc(250000);
+  tes_stats_get(&s1);
+  CHECK(q == p, "cached large segment not reused (%p then %p)", (void *)p, (void *)q);
+  CHECK(s1.os_mmap_calls == s0.os_mmap_calls, "reuse from the cache still called mmap");
+
+  /* calloc on a reused (dirty) segment is zeroed. */
+  tes_free(q);
+  unsigned char *z = tes_calloc(1, 280000);
+  REQUIRE(z != NULL, "calloc");
+  size_t nonzero = 0;
+  for (size_t i = 0; i < 280000; i++) nonzero += z[i] != 0;
+  CHECK(nonzero == 0, "calloc on a reused segment left %zu non-zero bytes", nonzero);
+
+  /* realloc in place while the 4 MiB segment has room. */
+  z[0] = 1;
+  z[279999] = 2;
+  tes_stats_get(&s0);
+  unsigned char *r = tes_realloc(z, 3000000);
+  tes_stats_get(&s1);
+  CHECK(r == z, "realloc within the segment moved the block");
+  CHECK(s1.realloc_in_place == s0.realloc_in_place + 1, "realloc_in_place not counted");
+  CHECK(r[0] == 1 && r[279999] == 2, "contents lost on in-place growth");
+  CHECK(tes_usable_size(r) >= 3000000, "usable %zu after growth", tes_usable_size(r));
+
+  /* Beyond the segment: mremap, contents kept. */
+  r[2999999] = 3;
+  tes_stats_get(&s0);
+  unsigned char *g = tes_realloc(r, (size_t)40 << 20);
+  tes_stats_get(&s1);
+  REQUIRE(g != NULL, "realloc to 40 MiB");
+  CHECK(g[0] == 1 && g[279999] == 2 && g[2999999] == 3, "contents lost by mremap growth");
+  CHECK(s1.huge_remaps == s0.huge_remaps + 1 && s1.os_mremap_calls > s0.os_mremap_calls, "growth not done by mremap");
+  CHECK(tes_segment_find(g + ((size_t)39 << 20)) == tes_segment_of(g), "the grown segment is not mapped whole");
+  memset(g, 7, (size_t)40 << 20);
+
+  /* Shrinking a large block stays in place. */
+  unsigned char *s = tes_realloc(g, (size_t)1 << 20);
+  CHECK(s == g && s[0] == 7 && s[(1 << 20) - 1] == 7, "large shrink moved or lost data");
+  /* Down to a small size: moves to a small class, keeps the prefix. */
+  unsigned char *t = tes_realloc(s, 100);
+  CHECK(t != NULL && t[0] == 7 && t[99] == 7 && tes_segment_of(t)->kind != TES_SEG_LARGE,
+        "large -> small realloc");
+  tes_free(t);
+
+  /* Aligned large blocks. */
+  for (size_t a = 4096; a <= ((size_t)8 << 20); a *= 4) {
+    void *al = tes_aligned_alloc(a, 500000);
+    CHECK(al && ((uintptr_t)al & (a - 1)) == 0, "aligned_alloc(%zu, 500000) = %p", a, al);
+    tes_free(al);
+  }
+
+  /* tes_collect(true) drops the cache: the reserved space goes back. */
+  tes_collect(true);
+  tes_stats_get(&s1);
+  CHECK(s1.large_in_use.current == 0, "large_in_use %ld after freeing every large block",
+        (long)s1.large_in_use.current);
+  return unit_finish("unit_large");
+}

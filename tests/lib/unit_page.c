@@ -1,0 +1,124 @@
+/* unit_page.c — a page's three free lists and its accounting (src/page.c,
+ * heap.c, free.c): malloc pops `free`, the owner's free pushes `local_free`
+ * (used counts live blocks + the head pin), collection moves local_free back
+ * and takes the remote xthread_free stack with its exact count; a page with
+ * no free block moves to the full queue and comes back on the owner's first
+ * free into it, or through the delayed list when another thread frees into
+ * it; an empty page that is not the head is retired to its segment. */
+#include "unit_common.h"
+
+#include "internal.h"
+
+#include <pthread.h>
+
+typedef struct job_s {
+  void **blocks;
+  size_t count;
+} job_t;
+
+static void *free_all(void *arg) {
+  job_t *job = arg;
+  for (size_t i = 0; i < job->count; i++) tes_free(job->blocks[i]);
+  return NULL;
+}
+
+static void remote_free(void **blocks, size_t count) {
+  pthread_t t;
+  job_t job = {blocks, count};
+  REQUIRE(pthread_create(&t, NULL, free_all, &job) == 0, "pthread_create");
+  pthread_join(t, NULL);
+}
+
+int main(void) {
+  tes_heap_t *heap = tes_heap_new();
+  REQUIRE(heap != NULL, "tes_heap_new");
+  enum { SIZE = 1024 };
+  size_t per_page = ((size_t)1 << TES_SMALL_PAGE_SHIFT) / SIZE; /* 64 */
+
+  /* Pop and push on one page. */
+  void *a = tes_heap_malloc(heap, SIZE);
+  tes_page_t *page = tes_page_of(tes_segment_of(a), a);
+  CHECK(page->reserved == per_page, "reserved %u, want %zu", page->reserved, per_page);
+  CHECK(page->pinned && page->used == 2, "head page: pinned %d used %u, want pinned with used 2", page->pinned,
+        page->used);
+  CHECK(tes_page_live(page) == 1, "live %u", tes_page_live(page));
+  CHECK(page->capacity > 0 && page->capacity <= page->reserved, "capacity %u", page->capacity);
+  tes_free(a);
+  CHECK(page->local_free == a && page->used == 1, "owner free: local_free %p used %u", (void *)page->local_free,
+        page->used);
+  void *b = tes_heap_malloc(heap, SIZE);
+  CHECK(b != a || page->free == NULL, "free list popped before local_free was collected");
+  tes_free(b);
+
+  /* Fill the page completely: it leaves the class queue for the full queue. */
+  void *blocks[64];
+  for (size_t i = 0; i < per_page; i++) {
+    blocks[i] = tes_heap_malloc(heap, SIZE);
+    REQUIRE(tes_page_of(tes_segment_of(blocks[i]), blocks[i]) == page, "block %zu from another page", i);
+  }
+  void *next = tes_heap_malloc(heap, SIZE); /* the slow path finds page full */
+  CHECK(page->in_full && !page->pinned && page->used == 1, "full page: in_full %d pinned %d used %u", page->in_full,
+        page->pinned, page->used);
+  CHECK(tes_page_live(page) == page->reserved, "full page live %u", tes_page_live(page));
+  CHECK(heap->full.first == page, "page is not in the full queue");
+  CHECK((atomic_load(&page->xthread_free) & TES_TF_MASK) == TES_TF_USE_DELAYED, "full page not in delayed mode");
+  tes_page_t *second = tes_page_of(tes_segment_of(next), next);
+  CHECK(second != page && heap->queues[page->class_index].first == second, "new head page expected");
+
+  /* The owner frees into the full page: it comes back to its queue. */
+  tes_free(blocks[0]);
+  CHECK(!page->in_full && tes_page_live(page) == page->reserved - 1, "after owner free: in_full %d live %u",
+        page->in_full, tes_page_live(page));
+  blocks[0] = tes_heap_malloc(heap, SIZE); /* from the head page */
+
+  /* Fill it again, then another thread frees into it: delayed list. */
+  static void *extra[512];
+  size_t extras = 0;
+  while (tes_page_live(page) < page->reserved && extras < 256) extra[extras++] = tes_heap_malloc(heap, SIZE);
+  for (size_t i = 0; i < 2 * per_page && !page->in_full; i++) extra[extras++] = tes_heap_malloc(heap, SIZE);
+  if (page->in_full) {
+    remote_free(blocks + 1, 4);
+    CHECK(atomic_load(&heap->delayed_free) != NULL, "remote free into a full page did not use the delayed list");
+    uintptr_t tf = atomic_load(&page->xthread_free);
+    CHECK((tf & TES_TF_MASK) == TES_TF_NORMAL && (tf & ~TES_TF_MASK) != 0,
+          "after the delayed hand-off the page takes remote frees itself (tf %#lx)", (unsigned long)tf);
+    tes_heap_collect(heap, false); /* owner: process delayed, collect */
+    CHECK(!page->in_full, "page still full after the delayed hand-off");
+    CHECK(tes_page_live(page) == page->reserved - 4, "live %u after 4 remote frees, want %u", tes_page_live(page),
+          page->reserved - 4);
+    CHECK(page->remote_collected >= 3, "remote frees collected %lu", (unsigned long)page->remote_collected);
+  } else {
+    CHECK(0, "could not fill the page again");
+  }
+
+  /* Remote frees on a normal page: collected with their exact count. */
+  uint32_t live_before = tes_page_live(page);
+  uint64_t collected_before = page->remote_collected;
+  remote_free(blocks + 5, 10);
+  CHECK(tes_page_live(page) == live_before, "remote frees changed used before collection");
+  size_t got = tes_page_collect(page);
+  CHECK(got == 10 && tes_page_live(page) == live_before - 10, "collected %zu, live %u", got, tes_page_live(page));
+  CHECK(page->remote_collected == collected_before + 10, "remote_collected %lu",
+        (unsigned long)page->remote_collected);
+
+  /* Free everything: a non-head page that empties is retired to its segment. */
+  for (size_t i = 15; i < per_page; i++) tes_free(blocks[i]);
+  for (size_t i = 0; i < extras; i++) tes_free(extra[i]);
+  tes_free(blocks[0]);
+  tes_free(next);
+  tes_heap_collect(heap, true);
+  CHECK(!page->in_use, "empty page still in use after collect");
+  CHECK(heap->queues[page->class_index].first == NULL, "class queue not empty after collect");
+
+  /* Lazy extension: a fresh page carves only TES_EXTEND_BYTES at a time.
+   * (tes_collect(true) unmaps the cached segments: the next is fresh.) */
+  tes_collect(true);
+  void *x = tes_heap_malloc(heap, 16);
+  tes_page_t *p16 = tes_page_of(tes_segment_of(x), x);
+  CHECK(p16->capacity == TES_EXTEND_BYTES / 16, "fresh 16-byte page carved %u blocks, want %zu", p16->capacity,
+        TES_EXTEND_BYTES / 16);
+  CHECK(p16->free_is_zero, "blocks carved from fresh memory are not known zero");
+  tes_free(x);
+  tes_heap_destroy(heap);
+  return unit_finish("unit_page");
+}

@@ -1,0 +1,77 @@
+/* unit_segment.c — owner lookup from an address (src/segment.c, free.c):
+ * blocks of every kind (small, medium, large, huge, huge-aligned) are found
+ * by tes_segment_find and accepted by tes_owned_segment; pointers no
+ * segment owns (stack, global, a foreign mmap, NULL, a non-canonical
+ * address, a cached segment after free) are refused without being touched;
+ * the per-thread slice table agrees with the segment map. */
+#define _GNU_SOURCE
+#include "unit_common.h"
+
+#include "internal.h"
+
+#include <sys/mman.h>
+
+static char global_buffer[4096];
+
+int main(void) {
+  /* Our blocks. */
+  size_t sizes[] = {16, 100, 1000, 8192, 9000, 100000, 131072, 200000, (size_t)3 << 20, (size_t)9 << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    unsigned char *p = tes_malloc(sizes[i]);
+    REQUIRE(p != NULL, "tes_malloc(%zu)", sizes[i]);
+    tes_segment_t *seg = tes_segment_find(p);
+    CHECK(seg == tes_segment_of(p), "size %zu: segment %p, mask gives %p", sizes[i], (void *)seg,
+          (void *)tes_segment_of(p));
+    CHECK(tes_owned_segment(p, false) == seg, "size %zu: not accepted as a block", sizes[i]);
+    CHECK(tes_segment_find(p + sizes[i] - 1) == seg, "size %zu: last byte not in the segment", sizes[i]);
+    CHECK(seg && (seg->kind == TES_SEG_LARGE) == (sizes[i] > TES_MEDIUM_BLOCK_MAX), "size %zu: kind %u",
+          sizes[i], seg ? seg->kind : 99);
+    tes_free(p);
+  }
+
+  /* A huge alignment puts the block in a tail unit of its segment. */
+  size_t big_align = (size_t)16 << 20;
+  unsigned char *h = tes_aligned_alloc(big_align, 1000);
+  REQUIRE(h != NULL, "aligned_alloc(16 MiB)");
+  CHECK(((uintptr_t)h & (big_align - 1)) == 0, "16 MiB alignment not honoured: %p", (void *)h);
+  CHECK(tes_segmap_get(h) == 2, "block of a huge-aligned segment: segmap %u, want 2 (tail unit)", tes_segmap_get(h));
+  tes_segment_t *hs = tes_segment_find(h);
+  CHECK(hs != NULL && (uint8_t *)hs < h && tes_owned_segment(h, false) == hs, "huge-aligned block not found");
+  CHECK(tes_usable_size(h) >= 1000, "usable %zu", tes_usable_size(h));
+  CHECK(tes_owned_segment(h + 16, false) == NULL, "interior of a large block accepted");
+  tes_free(h);
+
+  /* Not ours: refused, never dereferenced. */
+  char stack_buffer[64];
+  void *foreign = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(foreign != MAP_FAILED, "mmap");
+  const void *not_ours[] = {stack_buffer, global_buffer, foreign, (char *)foreign + 4096, NULL,
+                            (void *)(uintptr_t)0xdead0000beef0000ull, (void *)(uintptr_t)16};
+  for (size_t i = 0; i < sizeof not_ours / sizeof not_ours[0]; i++) {
+    CHECK(tes_segment_find(not_ours[i]) == NULL, "foreign %p found a segment", not_ours[i]);
+    CHECK(tes_owned_segment(not_ours[i], false) == NULL, "foreign %p accepted", not_ours[i]);
+    CHECK(tes_usable_size(not_ours[i]) == 0, "foreign %p has a usable size", not_ours[i]);
+  }
+  munmap(foreign, 1 << 20);
+
+  /* A freed large block's segment sits in the cache, unmapped from the
+   * segment map: a second free is refused, not fed to a list. */
+  void *large = tes_malloc(300000);
+  tes_segment_t *ls = tes_segment_of(large);
+  tes_free(large);
+  CHECK(tes_segmap_get(large) == 0, "cached segment still in the segment map");
+  CHECK(tes_owned_segment(large, false) == NULL, "freed large block still accepted");
+  (void)ls;
+
+  /* The slice table holds exactly the block pages of our segments. */
+  void *small = tes_malloc(64);
+  tes_heap_t *heap = tes_tls_heap;
+  uintptr_t slice = (uintptr_t)small >> TES_SLICE_SHIFT;
+  CHECK(heap->slice_tag[slice % TES_SLICE_SLOTS] == slice, "own block's slice missing from the table");
+  CHECK(heap->slice_page[slice % TES_SLICE_SLOTS] == tes_page_of(tes_segment_of(small), small),
+        "slice table gives the wrong page");
+  uintptr_t header_slice = (uintptr_t)tes_segment_of(small) >> TES_SLICE_SHIFT;
+  CHECK(heap->slice_tag[header_slice % TES_SLICE_SLOTS] != header_slice, "header slice is in the table");
+  tes_free(small);
+  return unit_finish("unit_segment");
+}
