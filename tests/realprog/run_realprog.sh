@@ -320,15 +320,16 @@ case_perl() {
   compare_runs perl_hashes perl_workload
 }
 
-# Configure and build this project (the library and the CLI) under
+# Configure this project and build libtessera and the lab library under
 # libtessera, into a private directory, and compare the object files with a
-# build by the system allocator in the same directory.
+# build by the system allocator in the same directory. The sources are
+# copied first, so both builds see the same files even while someone edits
+# the checkout.
 cmake_self_workload() {
   rm -rf selfbuild
-  cmake -S "$source_dir" -B selfbuild -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2 || return 3
-  cmake --build selfbuild -j2 --target tessera_static tessera >&2 || return 4
+  cmake -S selfsrc -B selfbuild -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2 || return 3
+  cmake --build selfbuild -j2 --target tessera_static tessera_lab >&2 || return 4
   (cd selfbuild && find . -name '*.o' | sort | xargs md5sum)
-  ./selfbuild/tessera --version
 }
 
 case_cmake_self() {
@@ -339,6 +340,9 @@ case_cmake_self() {
     exit 2
   fi
   check_preload_active cmake --version
+  mkdir -p "$work/selfsrc"
+  tar -C "$source_dir" --exclude='./build*' --exclude=./.git --exclude=./.venv --exclude=./bench-results \
+    -cf - . | tar -C "$work/selfsrc" -xf - || exit 1
   # If the project does not build even with the system allocator (someone's
   # work in progress), that is not libtessera's failure: skip, loudly.
   SKIP_IF_SYSTEM_FAILS=1 compare_runs cmake_self_build cmake_self_workload
