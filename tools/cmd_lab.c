@@ -169,7 +169,7 @@ static int cmd_lab_gen(int argc, char **argv) {
   uint64_t v;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
     switch (c) {
     case 's':
       if (parse_count(optarg, 0, UINT64_MAX, &v)) goto bad_value;
@@ -457,7 +457,7 @@ static void print_table(const policy_run_t *run, const trace_list_t *traces, dou
  * split into chunks so that every line fits in 100 columns. */
 static void print_matrix(const char *title, const policy_run_t *runs, size_t n_runs,
                          const trace_list_t *traces, bool kops) {
-  const int name_w = 20, col_w = 8;
+  const int name_w = 23, col_w = 7;
   const size_t per_chunk = (size_t)((100 - name_w) / col_w);
   printf("\n%s:\n", title);
   for (size_t start = 0; start < traces->n; start += per_chunk) {
@@ -504,7 +504,7 @@ static void print_compare(const policy_run_t *runs, size_t n_runs, const trace_l
   bool timed = false;
   for (size_t p = 0; p < n_runs; p++) timed |= runs[p].totals.has_thru;
   if (timed) print_matrix("Throughput (Kops/s) by trace", runs, n_runs, traces, true);
-  printf("\nSummary:\n%-20s %7s %8s %10s %10s %8s %7s\n", "policy", "valid", "util", "ops",
+  printf("\nSummary:\n%-22s %7s %8s %10s %10s %8s %7s\n", "policy", "valid", "util", "ops",
          "Kops", "thru", "index");
   for (size_t p = 0; p < n_runs; p++) {
     const driver_totals_t *t = &runs[p].totals;
@@ -516,7 +516,7 @@ static void print_compare(const policy_run_t *runs, size_t n_runs, const trace_l
     if (t->has_thru) snprintf(kops, sizeof kops, "%.0f", t->kops);
     if (t->has_thru && ref > 0) snprintf(thru, sizeof thru, "%.0f%%", 100 * t->kops / ref);
     if (t->has_index) snprintf(index, sizeof index, "%.1f", t->perf_index);
-    printf("%-20.20s %7s %8s %10llu %10s %8s %7s\n", runs[p].policy->name, vs, util,
+    printf("%-22.22s %7s %8s %10llu %10s %8s %7s\n", runs[p].policy->name, vs, util,
            (unsigned long long)t->ops, kops, thru, index);
   }
   printf("(thru: Kops/s relative to the reference; index = 60 x util + 40 x min(1, thru))\n");
