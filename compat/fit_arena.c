@@ -11,6 +11,12 @@
 #include <errno.h>
 #include <unistd.h>
 
+/* Is b the last block of the run the arena can still extend? (An arena has
+ * many runs; only the newest one may grow, so only its end is tracked.) */
+static inline int fit_ends_top_run(const fit_arena_t *a, fit_block_t *b) {
+  return (char *)b + fit_size(b) == a->top_end;
+}
+
 void fit_arena_prepare(fit_arena_t *a) {
   if (a->index_kind != FIT_INDEX_NONE) return;
   if (fit_use_naive())
@@ -34,31 +40,35 @@ void *fit_arena_malloc(fit_arena_t *a, size_t size) {
     return NULL;
   }
   fit_block_t *b = fit_index_find(a, need);
-  if (b)
-    fit_index_remove(a, b);
-  else if (!(b = fit_brk_grow(a, need)))
-    return NULL;
+  int indexed = b != NULL;
+  if (!b && !(b = fit_brk_grow(a, need))) return NULL;
 
   size_t have = fit_size(b);
   uint64_t last = b->size_flags & FIT_LAST;
   if (have - need >= FIT_MIN_BLOCK) {
-    /* Split: the front is returned, the back stays free. The back cannot
-     * touch another free block, because b was free and free blocks are never
-     * adjacent. */
-    fit_block_t *rest = (fit_block_t *)((char *)b + need);
-    rest->prev_units = (uint32_t)(need / FIT_ALIGN);
-    rest->owner = a->id;
-    fit_set_size(rest, have - need, FIT_FREE | last);
-    if (last)
-      a->top_last = rest;
+    /* Split, handing out the back: the free front keeps its address, so an
+     * address-ordered index (the naive list, the first-fit tree) needs no
+     * reinsertion, and the remainder cannot touch another free block
+     * because b was free and free blocks are never adjacent. */
+    size_t rest = have - need;
+    fit_set_size(b, rest, FIT_FREE);
+    if (indexed)
+      fit_index_resized(a, b, have);
     else
-      fit_next_phys(rest)->prev_units = (uint32_t)((have - need) / FIT_ALIGN);
-    fit_index_insert(a, rest);
-    fit_set_size(b, need, 0);
+      fit_index_insert(a, b);
+    b = (fit_block_t *)((char *)b + rest);
+    b->prev_units = (uint32_t)(rest / FIT_ALIGN);
+    b->owner = a->id;
     have = need;
-  } else {
     fit_set_size(b, have, last);
+    if (!last)
+      fit_next_phys(b)->prev_units = (uint32_t)(need / FIT_ALIGN);
+    else if (fit_ends_top_run(a, b))
+      a->top_last = b;
+  } else if (indexed) {
+    fit_index_remove(a, b);
   }
+  fit_set_size(b, have, last);
   fit_add_free_bytes(a, -(long)have);
   return fit_payload(b);
 }
@@ -92,10 +102,10 @@ void fit_arena_free(fit_arena_t *a, fit_block_t *b) {
   fit_set_size(b, size, FIT_FREE | last);
   fit_index_insert(a, b);
 linked:
-  if (last)
-    a->top_last = b;
-  else
+  if (!last)
     fit_next_phys(b)->prev_units = (uint32_t)(size / FIT_ALIGN);
+  else if (fit_ends_top_run(a, b))
+    a->top_last = b;
 }
 
 /* Writes "tessera fit: WHO(0x...): WHY\n" with write(2): stdio could move the

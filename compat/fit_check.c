@@ -131,7 +131,10 @@ int fit_check_arena(fit_arena_t *a, char *err, size_t errlen) {
     }
   }
   if (!error && !top_seen) { error = "top_last is not in any run"; where = a->top_last; }
-  if (!error && a->top_last && !fit_is_last(a->top_last)) { error = "top_last does not end its run"; where = a->top_last; }
+  if (!error && a->top_last && (!fit_is_last(a->top_last) || (char *)a->top_last + fit_size(a->top_last) != a->top_end)) {
+    error = "top_last does not end the newest run";
+    where = a->top_last;
+  }
   if (!error && free_bytes != atomic_load_explicit(&a->free_bytes, memory_order_relaxed)) {
     error = "free_bytes counter disagrees with the blocks";
     where = NULL;

@@ -143,7 +143,7 @@ static inline void fit_add_free_bytes(fit_arena_t *a, long delta) {
 /* --- free index (fit_index.c dispatches to the three kinds) -------------- */
 void fit_index_insert(fit_arena_t *a, fit_block_t *b);
 void fit_index_remove(fit_arena_t *a, fit_block_t *b);
-/* A free block's size grew in place from old_size (its address is kept). */
+/* A free block in the index changed size in place (its address is kept). */
 void fit_index_resized(fit_arena_t *a, fit_block_t *b, size_t old_size);
 /* The block the arena's policy picks for a request of `need` bytes (header
  * included), still in the index; NULL when no free block is large enough. */

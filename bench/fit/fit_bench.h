@@ -1,0 +1,41 @@
+/* fit_bench.h — what the fit-policy workloads share: command line
+ * (--impl ff|bf|malloc, --naive, --iters N), the allocator they drive, the
+ * clock, and the one result line they print.
+ *
+ * Every workload prints, like the assignment's programs,
+ *     Execution Time = <seconds> seconds
+ *     Fragmentation  = <free space / data segment size>
+ * followed by one machine-readable line for the matrix driver:
+ *     result workload=<name> impl=<ff|bf|malloc> variant=<naive|fast|system>
+ *            iters=<n> time_s=<wall> cpu_s=<cpu> fragmentation=<f|n/a> segment=<bytes> free=<bytes>
+ * For --impl malloc the fragmentation comes from glibc's mallinfo2 (free
+ * bytes in the main heap / heap size) and is "n/a" when malloc is not glibc's
+ * (an LD_PRELOAD'ed allocator).
+ */
+#ifndef TESSERA_FIT_BENCH_H
+#define TESSERA_FIT_BENCH_H
+
+#include <stddef.h>
+
+typedef struct fit_bench {
+  const char *workload;
+  const char *impl;    /* ff, bf or malloc */
+  const char *variant; /* naive, fast or system */
+  long iters;
+  void *(*alloc)(size_t);
+  void (*release)(void *);
+  double start;
+} fit_bench_t;
+
+/* Parses argv; exits with a usage message (status 2) on bad options.
+ * default_iters is the assignment's iteration count. */
+void fit_bench_init(fit_bench_t *fb, const char *workload, long default_iters, int argc, char **argv);
+double fit_bench_now(void);
+void fit_bench_start(fit_bench_t *fb);
+/* Records data segment size and free space now (the moment the workload
+ * samples fragmentation). */
+void fit_bench_sample(fit_bench_t *fb);
+/* Stops the clock and prints the result lines. */
+void fit_bench_finish(fit_bench_t *fb);
+
+#endif

@@ -1,0 +1,278 @@
+/* test_fit_basic.c — named correctness cases for every variant of
+ * libmymalloc (ff, bf, ts_lock, ts_nolock), each in a fresh child process:
+ * split and reuse, coalescing with the next, the previous and both
+ * neighbours, the first-fit / best-fit choice, malloc(0) and free(NULL),
+ * alignment, data-segment accounting against sbrk(0) (also when someone else
+ * moves the break between our calls), requests too large to serve, bad frees
+ * reported and ignored, and frees through another variant's free function.
+ * CTest runs it once per implementation (TESSERA_FIT_IMPL=naive / fast).
+ */
+#include "fit_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+
+/* Free bytes of the arena that owns p. */
+static unsigned long arena_free(void *p) {
+  return atomic_load_explicit(&fit_test_arena_of(p)->free_bytes, memory_order_relaxed);
+}
+
+static void case_split_and_reuse(const fit_test_api_t *api) {
+  char *low_guard = api->alloc(64);
+  char *p = api->alloc(4000);
+  char *high_guard = api->alloc(64);
+  CHECK(low_guard && p && high_guard);
+  unsigned long seg = get_data_segment_size();
+  unsigned long before = arena_free(p);
+  fit_arena_t *a = fit_test_arena_of(p);
+  api->release(p);
+  CHECK(arena_free(low_guard) == before + fit_test_block_size(4000));
+  CHECK_HEAP();
+
+  /* Split: the request is carved from p's block, the rest stays free. */
+  char *q = api->alloc(1000);
+  CHECK(q >= p && q + 1000 <= p + 4000);
+  CHECK(get_data_segment_size() == seg);
+  CHECK(atomic_load(&a->free_bytes) == before + fit_test_block_size(4000) - fit_test_block_size(1000));
+  memset(q, 0x5a, 1000);
+  CHECK_HEAP();
+
+  /* Freeing it coalesces with the remainder; the whole block is reusable. */
+  api->release(q);
+  CHECK(atomic_load(&a->free_bytes) == before + fit_test_block_size(4000));
+  char *r = api->alloc(4000);
+  CHECK(r == p);
+  CHECK(get_data_segment_size() == seg);
+  CHECK_HEAP();
+  api->release(r);
+  api->release(low_guard);
+  api->release(high_guard);
+  CHECK_HEAP();
+}
+
+/* Three neighbours a, b, c between guards; free order decides which merge
+ * each free exercises. After the third free they must be one block. */
+static void coalesce_order(const fit_test_api_t *api, int first, int second, int third) {
+  char *guard0 = api->alloc(64);
+  char *blk[3];
+  for (int i = 0; i < 3; i++) blk[i] = api->alloc(1000);
+  char *guard1 = api->alloc(64);
+  CHECK(guard0 && blk[0] && blk[1] && blk[2] && guard1);
+  for (int i = 0; i < 2; i++) CHECK(blk[i] + fit_test_block_size(1000) == blk[i + 1] ||
+                                    blk[i + 1] + fit_test_block_size(1000) == blk[i]);
+  fit_arena_t *a = fit_test_arena_of(guard0);
+  unsigned long before = atomic_load(&a->free_bytes);
+  unsigned long seg = get_data_segment_size();
+  int order[3] = {first, second, third};
+  for (int i = 0; i < 3; i++) {
+    api->release(blk[order[i]]);
+    CHECK_HEAP(); /* includes "no two adjacent free blocks" */
+  }
+  CHECK(atomic_load(&a->free_bytes) == before + 3 * fit_test_block_size(1000));
+  /* One block of three: a request for all of it needs no new memory. */
+  char *low = blk[0] < blk[2] ? blk[0] : blk[2];
+  char *all = api->alloc(3 * fit_test_block_size(1000) - FIT_HEADER_SIZE);
+  CHECK(all == low);
+  CHECK(get_data_segment_size() == seg);
+  api->release(all);
+  api->release(guard0);
+  api->release(guard1);
+  CHECK_HEAP();
+}
+
+/* Each order in its own fresh heap, so the merged block is the only free one. */
+static void case_coalesce_both(const fit_test_api_t *api) { coalesce_order(api, 0, 2, 1); }
+static void case_coalesce_prev_next(const fit_test_api_t *api) { coalesce_order(api, 1, 0, 2); }
+static void case_coalesce_next_prev(const fit_test_api_t *api) { coalesce_order(api, 2, 1, 0); }
+
+/* Holes of 2000, 500 and 1000 bytes, in address order. */
+static void case_policy(const fit_test_api_t *api) {
+  char *h[3], *spacer[3];
+  size_t sizes[3] = {2000, 500, 1000};
+  char *first = api->alloc(64);
+  for (int i = 0; i < 3; i++) {
+    h[i] = api->alloc(sizes[i]);
+    spacer[i] = api->alloc(64);
+    CHECK(h[i] && spacer[i]);
+  }
+  /* Fresh heap: blocks come out in address order. */
+  CHECK(first < h[0] && h[0] < h[1] && h[1] < h[2]);
+  for (int i = 0; i < 3; i++) api->release(h[i]);
+  CHECK_HEAP();
+  /* end[i]: where hole i's payload ends */
+  char *end[3];
+  for (int i = 0; i < 3; i++) end[i] = h[i] + fit_test_block_size(sizes[i]) - FIT_HEADER_SIZE;
+  char *x = api->alloc(400);
+  if (api->best_fit)
+    CHECK(x >= h[1] && x + 400 <= end[1]); /* smallest that fits */
+  else
+    CHECK(x >= h[0] && x + 400 <= end[0]); /* lowest address that fits */
+  char *y = api->alloc(1000);
+  if (api->best_fit)
+    CHECK(y == h[2]); /* exact fit */
+  else
+    CHECK(y >= h[0] && y + 1000 <= end[0]);
+  api->release(x);
+  api->release(y);
+  CHECK_HEAP();
+}
+
+static void case_zero_null_alignment(const fit_test_api_t *api) {
+  unsigned long seg = get_data_segment_size(), fr = get_data_segment_free_space_size();
+  api->release(NULL);
+  CHECK(get_data_segment_size() == seg && get_data_segment_free_space_size() == fr);
+  char *z1 = api->alloc(0), *z2 = api->alloc(0);
+  CHECK(z1 && z2 && z1 != z2);
+  void *ps[64];
+  for (int i = 0; i < 64; i++) {
+    ps[i] = api->alloc((size_t)i * 37 + 1);
+    CHECK(ps[i] && (uintptr_t)ps[i] % 16 == 0);
+    memset(ps[i], i, (size_t)i * 37 + 1);
+  }
+  for (int i = 0; i < 64; i++) {
+    unsigned char *c = ps[i];
+    for (size_t k = 0; k < (size_t)i * 37 + 1; k++) CHECK(c[k] == (unsigned char)i);
+    api->release(ps[i]);
+  }
+  api->release(z1);
+  api->release(z2);
+  CHECK_HEAP();
+}
+
+/* get_data_segment_size() moves exactly as the break does for our calls,
+ * and a gap made by someone else is never bridged. */
+static void case_segment_accounting(const fit_test_api_t *api) {
+  char *warm = api->alloc(16); /* first use: thread arena claim etc. */
+  CHECK(warm);
+  char *brk0 = sbrk(0);
+  unsigned long seg0 = get_data_segment_size();
+  char *p = api->alloc(100000);
+  char *brk1 = sbrk(0);
+  unsigned long seg1 = get_data_segment_size();
+  CHECK(p && seg1 > seg0);
+  CHECK((unsigned long)(brk1 - brk0) == seg1 - seg0);
+
+  /* Someone else takes 4096 bytes of break: our next run starts after it. */
+  char *foreign = sbrk(4096);
+  CHECK(foreign == brk1);
+  memset(foreign, 0xee, 4096);
+  char *q = api->alloc(100000);
+  char *brk2 = sbrk(0);
+  unsigned long seg2 = get_data_segment_size();
+  CHECK(q && (q > foreign + 4096 || q + 100000 <= foreign));
+  CHECK((unsigned long)(brk2 - brk1) - 4096 == seg2 - seg1);
+  CHECK_HEAP();
+
+  /* Free both sides of the gap: they must not merge across it. */
+  api->release(p);
+  api->release(q);
+  CHECK_HEAP();
+  for (int i = 0; i < 4096; i++) CHECK((unsigned char)foreign[i] == 0xee);
+  char *both = api->alloc(2 * 100000 + 1000);
+  CHECK(both && (both + 2 * 100000 + 1000 <= foreign || both >= foreign + 4096));
+  CHECK(get_data_segment_size() > seg2); /* needed new memory */
+  memset(both, 1, 2 * 100000 + 1000);
+  for (int i = 0; i < 4096; i++) CHECK((unsigned char)foreign[i] == 0xee);
+  api->release(both);
+  api->release(warm);
+  CHECK_HEAP();
+  CHECK(get_data_segment_free_space_size() <= get_data_segment_size());
+}
+
+static void case_too_large(const fit_test_api_t *api) {
+  unsigned long seg = get_data_segment_size();
+  errno = 0;
+  CHECK(api->alloc(SIZE_MAX) == NULL && errno == ENOMEM);
+  errno = 0;
+  CHECK(api->alloc(SIZE_MAX - 8) == NULL && errno == ENOMEM);
+  errno = 0;
+  CHECK(api->alloc((size_t)1 << 46) == NULL && errno == ENOMEM); /* 64 TiB: sbrk refuses */
+  CHECK(get_data_segment_size() == seg);
+  char *p = api->alloc(100);
+  CHECK(p);
+  memset(p, 3, 100);
+  api->release(p);
+  CHECK_HEAP();
+}
+
+/* Runs fn with stderr captured; returns what it wrote. */
+static void capture_stderr(void (*fn)(const fit_test_api_t *), const fit_test_api_t *api, char *out,
+                           size_t outlen) {
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  int saved = dup(2);
+  dup2(fds[1], 2);
+  close(fds[1]);
+  fn(api);
+  dup2(saved, 2);
+  close(saved);
+  ssize_t n = read(fds[0], out, outlen - 1);
+  out[n > 0 ? n : 0] = 0;
+  close(fds[0]);
+}
+
+static char *bad_free_block;
+static void do_double_free(const fit_test_api_t *api) {
+  api->release(bad_free_block);
+  api->release(bad_free_block);
+}
+static _Alignas(16) char fake_block[64];
+static void do_foreign_free(const fit_test_api_t *api) { api->release(fake_block + 16); }
+static void do_misaligned_free(const fit_test_api_t *api) { api->release(bad_free_block + 1); }
+
+static void case_bad_free(const fit_test_api_t *api) {
+  char *guard = api->alloc(64);
+  bad_free_block = api->alloc(100);
+  char *keep = api->alloc(100);
+  memset(keep, 7, 100);
+  fit_arena_t *a = fit_test_arena_of(keep);
+  char msg[512];
+  capture_stderr(do_double_free, api, msg, sizeof msg);
+  CHECK(strstr(msg, "tessera fit: ") && strstr(msg, "double free; ignored"));
+  CHECK(atomic_load(&a->free_bytes) >= fit_test_block_size(100));
+  unsigned long fr = atomic_load(&a->free_bytes);
+  capture_stderr(do_foreign_free, api, msg, sizeof msg);
+  CHECK(strstr(msg, "not a block from this allocator; ignored"));
+  capture_stderr(do_misaligned_free, api, msg, sizeof msg);
+  CHECK(strstr(msg, "not a block from this allocator; ignored"));
+  CHECK(atomic_load(&a->free_bytes) == fr);
+  CHECK_HEAP();
+  for (int i = 0; i < 100; i++) CHECK(keep[i] == 7);
+  api->release(keep);
+  api->release(guard);
+  CHECK_HEAP();
+}
+
+/* Every free function sends a block home, whichever malloc made it. */
+static void case_cross_free(const fit_test_api_t *api) {
+  for (size_t other = 0; other < FIT_TEST_API_COUNT; other++) {
+    char *p = api->alloc(300);
+    memset(p, 9, 300);
+    fit_arena_t *home = fit_test_arena_of(p);
+    unsigned long before = atomic_load(&home->free_bytes);
+    fit_test_apis[other].release(p);
+    CHECK(atomic_load(&home->free_bytes) >= before + fit_test_block_size(300));
+    CHECK_HEAP();
+  }
+}
+
+int main(void) {
+  static const struct {
+    const char *name;
+    void (*fn)(const fit_test_api_t *);
+  } cases[] = {
+      {"split_and_reuse", case_split_and_reuse}, {"coalesce_both", case_coalesce_both},
+      {"coalesce_prev_next", case_coalesce_prev_next}, {"coalesce_next_prev", case_coalesce_next_prev},
+      {"policy", case_policy},                   {"zero_null_alignment", case_zero_null_alignment},
+      {"segment_accounting", case_segment_accounting}, {"too_large", case_too_large},
+      {"bad_free", case_bad_free},               {"cross_free", case_cross_free},
+  };
+  const char *impl = getenv("TESSERA_FIT_IMPL");
+  printf("implementation: %s\n", impl && strcmp(impl, "naive") == 0 ? "naive" : "fast");
+  int failed = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (size_t i = 0; i < FIT_TEST_API_COUNT; i++) failed += fit_test_run(cases[c].name, cases[c].fn, &fit_test_apis[i]);
+  printf("%d failed\n", failed);
+  return failed ? 1 : 0;
+}

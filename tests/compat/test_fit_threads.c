@@ -1,0 +1,128 @@
+/* test_fit_threads.c — multi-threaded stress of ts_malloc_lock/ts_free_lock
+ * and ts_malloc_nolock/ts_free_nolock. Threads allocate blocks of mixed
+ * sizes, fill them with a pattern derived from the address, and either free
+ * them themselves or trade them through a shared mailbox so that another
+ * thread checks and frees them (for nolock: the remote-free path). Threads
+ * are created and joined in rounds, so thread heaps are handed back and
+ * reused. Every block's contents are verified before it is freed; at the end
+ * the heap checker runs and, for nolock, no more thread heaps exist than
+ * threads ever ran at once. Also built with -fsanitize=thread
+ * (compat.threads_tsan).
+ *
+ * Workers start and finish at barriers, so the main thread's pthread_create
+ * and pthread_join (which use glibc's malloc, and through it sbrk) never run
+ * while a worker grows the break: glibc's sbrk is not thread-safe, and the
+ * break is one per process (docs/ARCHITECTURE.md, section compat).
+ *
+ * usage: test_fit_threads [lock|nolock]   (default: both)
+ */
+#include "fit_test.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define THREADS 4
+#ifndef ROUNDS /* the TSan build passes smaller numbers: it runs ~20x slower */
+#define ROUNDS 5
+#endif
+#ifndef OPS
+#define OPS 3000
+#endif
+#define LOCAL 64
+#define MAILBOX 32
+
+static void *(*test_alloc)(size_t);
+static void (*test_release)(void *);
+static _Atomic(char *) mailbox[MAILBOX];
+static atomic_int failures;
+static pthread_barrier_t start_gate, end_gate;
+
+static unsigned char pattern(const void *p, size_t i) { return (unsigned char)(((uintptr_t)p >> 4) + i * 13); }
+
+/* A block stores its size in its first 8 bytes, then the pattern. */
+static char *make_block(unsigned *seed) {
+  unsigned r = (unsigned)rand_r(seed);
+  size_t n = r % 8 == 0 ? 8 + (r >> 4) % 70000 : 8 + (r >> 4) % 1500;
+  char *p = test_alloc(n);
+  if (!p) return NULL;
+  memcpy(p, &n, sizeof n);
+  for (size_t k = sizeof n; k < n; k++) p[k] = (char)pattern(p, k);
+  return p;
+}
+
+static void check_and_free(char *p) {
+  size_t n;
+  memcpy(&n, p, sizeof n);
+  for (size_t k = sizeof n; k < n; k++)
+    if ((unsigned char)p[k] != pattern(p, k)) {
+      atomic_fetch_add(&failures, 1);
+      fprintf(stderr, "block %p corrupted at byte %zu\n", (void *)p, k);
+      break;
+    }
+  test_release(p);
+}
+
+static void *worker(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
+  char *local[LOCAL] = {0};
+  pthread_barrier_wait(&start_gate);
+  for (int op = 0; op < OPS; op++) {
+    int i = rand_r(&seed) % LOCAL;
+    if (!local[i]) {
+      if (!(local[i] = make_block(&seed))) {
+        atomic_fetch_add(&failures, 1);
+        fprintf(stderr, "allocation failed\n");
+      }
+    } else if (rand_r(&seed) % 3 == 0) {
+      char *other = atomic_exchange(&mailbox[rand_r(&seed) % MAILBOX], local[i]);
+      local[i] = NULL;
+      if (other) check_and_free(other);
+    } else {
+      check_and_free(local[i]);
+      local[i] = NULL;
+    }
+  }
+  for (int i = 0; i < LOCAL; i++)
+    if (local[i]) check_and_free(local[i]);
+  pthread_barrier_wait(&end_gate);
+  return NULL;
+}
+
+static int run(const char *which) {
+  if (strcmp(which, "lock") == 0) {
+    test_alloc = ts_malloc_lock;
+    test_release = ts_free_lock;
+  } else {
+    test_alloc = ts_malloc_nolock;
+    test_release = ts_free_nolock;
+  }
+  CHECK(pthread_barrier_init(&start_gate, NULL, THREADS) == 0);
+  CHECK(pthread_barrier_init(&end_gate, NULL, THREADS) == 0);
+  for (int round = 0; round < ROUNDS; round++) {
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+      CHECK(pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(round * THREADS + i + 1)) == 0);
+    for (int i = 0; i < THREADS; i++) CHECK(pthread_join(t[i], NULL) == 0);
+  }
+  for (int i = 0; i < MAILBOX; i++) {
+    char *p = atomic_exchange(&mailbox[i], NULL);
+    if (p) check_and_free(p);
+  }
+  CHECK(atomic_load(&failures) == 0);
+  CHECK_HEAP();
+  if (strcmp(which, "nolock") == 0) {
+    unsigned used = 0;
+    for (unsigned i = 0; i < FIT_MAX_THREAD_ARENAS; i++)
+      if (fit_arena_by_id(FIT_ARENA_THREAD0 + i)->index_kind != FIT_INDEX_NONE) used++;
+    printf("thread heaps used: %u for %d threads in %d rounds\n", used, ROUNDS * THREADS, ROUNDS);
+    CHECK(used >= 1 && used <= THREADS);
+  }
+  printf("ok   threads %s\n", which);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) return run(argv[1]);
+  return run("lock") || run("nolock");
+}
