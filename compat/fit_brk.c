@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 static pthread_mutex_t fit_brk_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -52,14 +51,6 @@ static fit_block_t *fit_start_run(fit_arena_t *a, char *got, size_t len) {
   return b;
 }
 
-/* Asks for transparent huge pages on the whole pages of [got, got+len). */
-static void fit_advise_huge(char *got, size_t len) {
-  const uintptr_t page = 4096;
-  uintptr_t lo = ((uintptr_t)got + page - 1) & ~(page - 1);
-  uintptr_t hi = ((uintptr_t)got + len) & ~(page - 1);
-  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-}
-
 fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need) {
   pthread_mutex_lock(&fit_brk_lock);
   for (;;) {
@@ -85,7 +76,6 @@ fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need) {
     char *got = sbrk((intptr_t)ask);
     if (got == (char *)-1) break;
     atomic_fetch_add_explicit(&fit_segment_bytes, ask, memory_order_relaxed);
-    fit_advise_huge(got, ask);
 
     if (got != brk_now) {
       /* Someone moved the break between our two calls: the memory is ours
