@@ -1,0 +1,24 @@
+# Policy tests beyond the unit tests (included by tests/lab/CMakeLists.txt).
+# The replay of every policy over every shared trace with the checker on is
+# lab.shared_* in driver.cmake; here: the malloc-lab handout drop-in.
+#
+# lab.handout_*: lab/handout/make_mm.sh writes a self-contained mm.c for a
+# policy, which is built against a mock classic handout (tests/lab/handout:
+# memlib.h with mem_sbrk(int), mm.h with team_t) with -Werror and graded by a
+# small mdriver-like program, as a student would do with the real handout.
+foreach(case tree-best-apart:8 segregated-realloc:8 implicit-next:16 explicit-addr-best:16)
+  string(REPLACE ":" ";" parts ${case})
+  list(GET parts 0 policy)
+  list(GET parts 1 align)
+  string(REPLACE "-" "_" tname ${policy})
+  add_test(NAME lab.handout_${tname}_a${align}
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/handout/run_handout_test.sh
+            ${CMAKE_C_COMPILER} ${PROJECT_SOURCE_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/handout-${policy}-${align} ${policy} ${align})
+  set_tests_properties(lab.handout_${tname}_a${align} PROPERTIES TIMEOUT 120)
+endforeach()
+
+# A name make_mm.sh does not know must be refused (exit 2), not produce an mm.c.
+add_test(NAME lab.handout_unknown_policy
+  COMMAND sh ${PROJECT_SOURCE_DIR}/lab/handout/make_mm.sh no-such-policy)
+set_tests_properties(lab.handout_unknown_policy PROPERTIES WILL_FAIL TRUE)
