@@ -7,8 +7,8 @@
  * it and, for every live block, at the end of each input. Checked besides
  * contents: alignment (16 bytes always, the requested alignment for the
  * aligned calls), tes_usable_size >= the request, calloc memory is zero,
- * realloc keeps the common prefix, overflowing calloc/reallocarray and
- * invalid alignments fail with ENOMEM/EINVAL, and a first-class heap's
+ * realloc keeps the common prefix, overflowing calloc/reallocarray fail
+ * with ENOMEM, invalid alignments with EINVAL, and a first-class heap's
  * blocks vanish with tes_heap_destroy. Any violation prints what and aborts,
  * which libFuzzer reports as a crash with the input saved.
  *
@@ -26,6 +26,15 @@
 #include <string.h>
 
 #define SLOTS 32
+
+/* The pattern loops touch megabytes per input: keep libFuzzer's comparison
+ * tracing out of them (it would be most of the run time and only teaches the
+ * fuzzer about our own pattern). ASan still checks their accesses. */
+#if defined(__clang__)
+#define NO_COVERAGE __attribute__((no_sanitize("coverage"), noinline))
+#else
+#define NO_COVERAGE
+#endif
 
 typedef struct slot_s {
   unsigned char *ptr;
@@ -53,7 +62,8 @@ static tes_heap_t *fuzz_heap;
 static uint8_t take8(input_t *in) { return in->pos < in->len ? in->data[in->pos++] : 0; }
 static uint16_t take16(input_t *in) { return (uint16_t)(take8(in) | take8(in) << 8); }
 
-/* Sizes spread over every path: tiny, small classes, medium, large, huge. */
+/* Sizes spread over every path: tiny, small classes, medium, large, huge
+ * (at most 4 MiB, so an input runs in milliseconds). */
 static size_t take_size(input_t *in) {
   uint8_t range = take8(in);
   uint16_t v = take16(in);
@@ -61,26 +71,60 @@ static size_t take_size(input_t *in) {
     case 0: return v % 33;                          /* 0..32, including 0 */
     case 1: case 2: return v % 1025;
     case 3: return v % 16385;
-    case 4: return (size_t)v * 4 + (range >> 3);    /* up to 256 KiB */
-    case 5: return (size_t)v * 64 + (range >> 3);   /* up to 4 MiB */
-    case 6: return ((size_t)1 << (v % 23)) + (range >> 3) - 4; /* around powers of two */
-    default: return (size_t)(v % 256) << 16;        /* up to 16 MiB, multiples of 64 KiB */
+    case 4: return (size_t)v * 2 + (range >> 3);    /* up to 128 KiB */
+    case 5: return (size_t)(v % 4096) * 256 + (range >> 3); /* up to 1 MiB */
+    case 6: {                                       /* around powers of two */
+      size_t power = (size_t)1 << (v % 23);
+      size_t delta = range >> 3;                    /* 0..31, centred on 16 */
+      return delta >= 16 ? power + (delta - 16) : (power > 16 - delta ? power - (16 - delta) : 1);
+    }
+    default:                                        /* 1 in 4: up to 4 MiB, in 64 KiB steps */
+      return (range & 0x18) == 0 ? (size_t)(v % 64) << 16 : (size_t)v % 4096;
   }
 }
 
+/* The pattern: 64-bit words, word k of a block a hash of (seed, k), so
+ * filling and checking go a word at a time. */
+static inline uint64_t pattern_word(uint64_t seed, size_t k) {
+  return (seed ^ (uint64_t)k) * 0x9E3779B97F4A7C15ull;
+}
+
 static inline unsigned char pattern(uint64_t seed, size_t i) {
-  return (unsigned char)(seed >> (i & 7) * 8 ^ i ^ i >> 9);
+  return (unsigned char)(pattern_word(seed, i / 8) >> (i % 8 * 8));
 }
 
-static void fill(slot_t *s) {
-  for (size_t i = 0; i < s->size; i++) s->ptr[i] = pattern(s->seed, i);
+NO_COVERAGE static void fill(slot_t *s) {
+  size_t words = s->size / 8;
+  for (size_t k = 0; k < words; k++) {
+    uint64_t w = pattern_word(s->seed, k);
+    memcpy(s->ptr + k * 8, &w, 8);
+  }
+  for (size_t i = words * 8; i < s->size; i++) s->ptr[i] = pattern(s->seed, i);
 }
 
-static void verify(const slot_t *s, size_t len, const char *when) {
-  for (size_t i = 0; i < len; i++)
+NO_COVERAGE static void verify(const slot_t *s, size_t len, const char *when) {
+  size_t words = len / 8;
+  for (size_t k = 0; k < words; k++) {
+    uint64_t w;
+    memcpy(&w, s->ptr + k * 8, 8);
+    if (w != pattern_word(s->seed, k)) {
+      len = k * 8 + 8; /* report the first wrong byte below */
+      for (size_t i = k * 8; i < len; i++)
+        if (s->ptr[i] != pattern(s->seed, i))
+          FAIL("%s: block %p (%zu bytes) byte %zu is 0x%02x, expected 0x%02x", when,
+               (void *)s->ptr, s->size, i, s->ptr[i], pattern(s->seed, i));
+    }
+  }
+  for (size_t i = words * 8; i < len; i++)
     if (s->ptr[i] != pattern(s->seed, i))
       FAIL("%s: block %p (%zu bytes) byte %zu is 0x%02x, expected 0x%02x", when,
            (void *)s->ptr, s->size, i, s->ptr[i], pattern(s->seed, i));
+}
+
+NO_COVERAGE static size_t first_nonzero(const unsigned char *p, size_t len) {
+  for (size_t i = 0; i < len; i++)
+    if (p[i]) return i;
+  return len;
 }
 
 static void adopt(slot_t *s, void *p, size_t size, size_t alignment, bool in_heap) {
@@ -133,8 +177,8 @@ static void run_op(input_t *in) {
       unsigned char *p = tes_calloc(count, size / count);
       size_t total = count * (size / count);
       if (!p) FAIL("calloc(%zu, %zu) returned NULL", count, size / count);
-      for (size_t i = 0; i < total; i++)
-        if (p[i]) FAIL("calloc(%zu, %zu): byte %zu is not zero", count, size / count, i);
+      size_t nonzero = first_nonzero(p, total);
+      if (nonzero < total) FAIL("calloc(%zu, %zu): byte %zu is not zero", count, size / count, nonzero);
       adopt(s, p, total, 0, false);
       break;
     }
@@ -183,9 +227,12 @@ static void run_op(input_t *in) {
       errno = 0;
       expect_fail(tes_aligned_alloc(alignment, 64), EINVAL, "aligned_alloc(odd)");
       if (tes_posix_memalign(&p, alignment, 64) != EINVAL) FAIL("posix_memalign(odd) != EINVAL");
+      /* Beyond the largest alignment honoured: a valid power of two that
+       * cannot be served, so NULL with ENOMEM (as glibc) or EINVAL. */
       errno = 0;
-      expect_fail(tes_aligned_alloc(TES_MAX_ALIGNMENT << 1, 64), EINVAL,
-                  "aligned_alloc(beyond TES_MAX_ALIGNMENT)");
+      if (tes_aligned_alloc(TES_MAX_ALIGNMENT << 1, 64) != NULL ||
+          (errno != ENOMEM && errno != EINVAL))
+        FAIL("aligned_alloc(beyond TES_MAX_ALIGNMENT): errno %d", errno);
       break;
     }
     case 8: { /* reallocarray, sometimes overflowing */
