@@ -604,15 +604,17 @@ done:
   return rc;
 }
 
-/* Draws the charts; fills chart names that exist. Writes charts.txt saying
- * what was drawn or why not (the tests read it). */
+/* Draws the charts (when wanted) and fills the names of the chart files
+ * that exist in dir. Writes charts.txt saying what was drawn or why not (the
+ * tests read it); with --no-charts an existing charts.txt is left alone, so
+ * `--from DIR --no-charts` keeps the record of an earlier drawing. */
 static size_t draw_charts(const char *dir, const char *baseline, int wanted, char charts[][64], size_t max) {
   static const char *const names[] = {"time_ratios.png", "peak_rss.png", "footprint_rss.png"};
   char log[PATH_MAX], python[PATH_MAX], why[PATH_MAX + 128], path[PATH_MAX];
   snprintf(log, sizeof log, "%s/plot.log", dir);
   snprintf(path, sizeof path, "%s/charts.txt", dir);
-  FILE *note = fopen(path, "w");
-  size_t n = 0;
+  FILE *note = NULL;
+  if (wanted || access(path, F_OK) != 0) note = fopen(path, "w");
   if (!wanted) {
     if (note) fprintf(note, "skipped: --no-charts\n");
   } else if (ensure_matplotlib(log, python, sizeof python, why, sizeof why) != 0) {
@@ -626,17 +628,19 @@ static size_t draw_charts(const char *dir, const char *baseline, int wanted, cha
     if (st != 0) {
       printf("charts: bench/plot.py failed (status %d); see %s\n", st, log);
       if (note) fprintf(note, "failed: plot.py exited with %d\n", st);
-    } else {
-      for (size_t i = 0; i < sizeof names / sizeof names[0] && n < max; i++) {
+    } else if (note) {
+      for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (access(path, R_OK) == 0) {
-          snprintf(charts[n++], 64, "%s", names[i]);
-          if (note) fprintf(note, "drawn: %s\n", names[i]);
-        }
+        if (access(path, R_OK) == 0) fprintf(note, "drawn: %s\n", names[i]);
       }
     }
   }
   if (note) fclose(note);
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && n < max; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    if (access(path, R_OK) == 0) snprintf(charts[n++], 64, "%s", names[i]);
+  }
   return n;
 }
 

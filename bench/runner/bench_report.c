@@ -9,6 +9,7 @@
 #include <string.h>
 
 #define BENCH_RANK_MAX 256 /* columns beyond this keep their order of appearance */
+#define BENCH_NOISY 0.25   /* (max - min) / median of a cell's times */
 
 static int find_row(const bench_table_t *t, const char *workload, int threads) {
   for (size_t i = 0; i < t->n_rows; i++)
@@ -153,6 +154,12 @@ oom:
   return -1;
 }
 
+/* 1 when a cell's runs spread by more than BENCH_NOISY of their median:
+ * its ratio deserves less trust (a busy machine, or a bimodal workload). */
+static int noisy(const bench_cell_t *c) {
+  return c->time.n > 1 && c->time.median > 0 && (c->time.max - c->time.min) / c->time.median > BENCH_NOISY;
+}
+
 /* Formats a cell for the ratio tables; returns buf. */
 static const char *ratio_cell(const bench_table_t *t, size_t r, size_t a, int markdown, char *buf, size_t len) {
   const bench_cell_t *c = bench_cell(t, r, a);
@@ -163,7 +170,9 @@ static const char *ratio_cell(const bench_table_t *t, size_t r, size_t a, int ma
     if (markdown) snprintf(buf, len, "%.3f s, %.1f MiB", c->time.median, c->rss.median / 1024.0);
     else snprintf(buf, len, "%.3fs %.1fM", c->time.median, c->rss.median / 1024.0);
   } else if (isnan(c->time_ratio)) snprintf(buf, len, "n/a");
-  else snprintf(buf, len, "%.2f/%.2f", c->time_ratio, c->rss_ratio);
+  else
+    snprintf(buf, len, "%.2f/%.2f%s", c->time_ratio, c->rss_ratio,
+             noisy(c) || noisy(bench_cell(t, r, (size_t)t->baseline)) ? "~" : "");
   return buf;
 }
 
@@ -174,7 +183,8 @@ void bench_table_print(FILE *out, const bench_table_t *t) {
   char buf[96];
   if (t->baseline >= 0)
     fprintf(out, "\nCells: time ratio / peak-RSS ratio against %s (below 1.00 is better);\n"
-                 "the %s column shows its median time and peak RSS.\n\n",
+                 "the %s column shows its median time and peak RSS; ~ marks a ratio whose\n"
+                 "runs spread by more than 25%% of their median (noisy).\n\n",
             t->allocs[t->baseline], t->allocs[t->baseline]);
   fprintf(out, "%-*s", label_w, "workload");
   for (size_t a = 0; a < t->n_allocs; a++) fprintf(out, " %*s", cell_w, t->allocs[a]);
@@ -205,7 +215,8 @@ int bench_write_markdown(const char *path, const bench_table_t *t, const bench_r
   fprintf(f, "\n## Ratios against the baseline\n\n");
   fprintf(f, "Each cell: median time ratio / median peak-RSS ratio (below 1.00 is better). "
              "The baseline column gives its own medians. Time is the workload's measured region "
-             "(`work_s`) where it reports one, else the process wall time.\n\n");
+             "(`work_s`) where it reports one, else the process wall time. `~` marks a ratio where "
+             "either side's runs spread by more than 25%% of their median.\n\n");
   fprintf(f, "| workload |");
   for (size_t a = 0; a < t->n_allocs; a++) fprintf(f, " %s |", t->allocs[a]);
   fprintf(f, "\n|---|");

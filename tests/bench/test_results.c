@@ -185,6 +185,23 @@ static void test_table(void) {
   unlink(md);
   bench_table_free(&t);
 
+  /* A noisy cell is marked: runs 1.0 and 2.0 against a steady baseline. */
+  bench_record_t spread[] = {
+    make("mixed", "system", 1, 1, 1.0, 100, "ok"), make("mixed", "system", 1, 2, 1.0, 100, "ok"),
+    make("mixed", "tcmalloc", 1, 1, 1.0, 100, "ok"), make("mixed", "tcmalloc", 1, 2, 2.0, 100, "ok"),
+    make("mixed", "tcmalloc", 1, 3, 1.5, 100, "ok"), make("mixed", "system", 1, 3, 1.02, 100, "ok"),
+  };
+  CHECK(bench_table_build(spread, 6, "system", &t) == 0);
+  CHECK(close_to(bench_cell(&t, 0, 1)->time_ratio, 1.5));
+  CHECK(bench_write_markdown(md, &t, &info) == 0);
+  f = fopen(md, "r");
+  got = f ? fread(text, 1, sizeof text - 1, f) : 0;
+  text[got] = '\0';
+  if (f) fclose(f);
+  CHECK(strstr(text, "| 1.50/1.00~ |") != NULL);
+  unlink(md);
+  bench_table_free(&t);
+
   /* A baseline without runs: the table still builds, without ratios. */
   CHECK(bench_table_build(r, 2, "jemalloc", &t) == 0);
   CHECK(t.baseline == -1 && isnan(bench_cell(&t, 0, 0)->time_ratio));
