@@ -57,13 +57,66 @@ CORE_INLINE uint32_t tree_prio(tag_t off) {
   return h;
 }
 
+/* Exact small bins: one LIFO list per block size up to TREE_BIN_MAX, with a
+ * bitmap of non-empty bins. Their first block is a best fit by size, found
+ * in O(1); only larger blocks go to the tree. */
+#define TREE_BIN_MAX 1024
+#define TREE_BINS (TREE_BIN_MAX / 8 - 1) /* sizes 16, 24, ..., 1024 */
+#define TREE_BIN_WORDS ((TREE_BINS + 63) / 64)
+static core_list_t tree_bins[TREE_BINS];
+static uint64_t tree_bin_nonempty[TREE_BIN_WORDS];
+
+CORE_INLINE unsigned tree_bin(size_t size) { return (unsigned)(size / 8 - 2); }
+
 static void idx_init(core_cfg_t cfg) {
   (void)cfg;
   tree_root = 0;
+  memset(tree_bins, 0, sizeof tree_bins);
+  memset(tree_bin_nonempty, 0, sizeof tree_bin_nonempty);
 }
+
+CORE_INLINE void tree_insert(char *b);
+CORE_INLINE void tree_remove(char *b);
+CORE_INLINE char *tree_find(size_t asize);
 
 CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
   (void)cfg;
+  size_t size = tag_size(b);
+  if (size > TREE_BIN_MAX) {
+    tree_insert(b);
+    return;
+  }
+  unsigned c = tree_bin(size);
+  list_push_front(&tree_bins[c], b);
+  tree_bin_nonempty[c / 64] |= (uint64_t)1 << (c % 64);
+}
+
+CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
+  (void)cfg;
+  size_t size = tag_size(b);
+  if (size > TREE_BIN_MAX) {
+    tree_remove(b);
+    return;
+  }
+  unsigned c = tree_bin(size);
+  list_remove(&tree_bins[c], b);
+  if (!tree_bins[c].head) tree_bin_nonempty[c / 64] &= ~((uint64_t)1 << (c % 64));
+}
+
+CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
+  (void)cfg;
+  if (asize <= TREE_BIN_MAX) {
+    unsigned c = tree_bin(asize);
+    for (unsigned w = c / 64; w < TREE_BIN_WORDS; w++) {
+      uint64_t bits = tree_bin_nonempty[w];
+      if (w == c / 64) bits &= ~(uint64_t)0 << (c % 64);
+      if (bits) return core_ptr(tree_bins[w * 64 + (unsigned)__builtin_ctzll(bits)].head);
+    }
+  }
+  return tree_find(asize);
+}
+
+CORE_INLINE void tree_insert(char *b) {
   tag_t off = core_off(b);
   uint32_t prio = tree_prio(off);
   uint64_t key = tree_key(b);
@@ -92,8 +145,7 @@ CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
   *slot = off;
 }
 
-CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
-  (void)cfg;
+CORE_INLINE void tree_remove(char *b) {
   tag_t off = core_off(b);
   uint64_t key = tree_key(b);
   tag_t *slot = &tree_root;
@@ -117,8 +169,7 @@ CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
   *slot = l ? l : r;
 }
 
-CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
-  (void)cfg;
+CORE_INLINE char *tree_find(size_t asize) {
   char *best = NULL;
   tag_t t = tree_root;
   while (t) {
@@ -140,6 +191,9 @@ static int tree_check_node(tag_t t, uint64_t *last, int *have_last, char *err, s
   if (!t) return 0;
   char *n = core_ptr(t);
   if (core_check_member(n, "tree", err, errlen) != 0) return -1;
+  if (tag_size(n) <= TREE_BIN_MAX)
+    CORE_FAIL("tree: block at offset %zu (size %zu) belongs in a small bin", core_heap_off(n),
+              tag_size(n));
   (*count)++;
   tag_t kids[2] = {TREE_LEFT(n), TREE_RIGHT(n)};
   for (int i = 0; i < 2; i++)
@@ -156,8 +210,23 @@ static int tree_check_node(tag_t t, uint64_t *last, int *have_last, char *err, s
   return tree_check_node(kids[1], last, have_last, err, errlen, count);
 }
 
+static int tree_bin_accepts(char *b, void *ctx) {
+  return tag_size(b) <= TREE_BIN_MAX && tree_bin(tag_size(b)) == *(unsigned *)ctx;
+}
+
 static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
   (void)cfg;
+  for (unsigned c = 0; c < TREE_BINS; c++) {
+    char where[32];
+    snprintf(where, sizeof where, "small bin %u", c);
+    if (core_check_list(&tree_bins[c], where, ORDER_LIFO, tree_bin_accepts, &c, err, errlen,
+                        count) != 0)
+      return -1;
+    int bit = (tree_bin_nonempty[c / 64] >> (c % 64)) & 1;
+    if (bit != (tree_bins[c].head != 0))
+      CORE_FAIL("small bin %u: non-empty bit is %d but the list is %s", c, bit,
+                tree_bins[c].head ? "non-empty" : "empty");
+  }
   uint64_t last = 0;
   int have_last = 0;
   return tree_check_node(tree_root, &last, &have_last, err, errlen, count);
