@@ -75,9 +75,13 @@ static inline void *api_tessera_symbol(const char *name) {
   return dlsym(RTLD_DEFAULT, name);
 }
 
-/* Weak: resolves to libtessera's when the test is linked with it, NULL in
- * the plain build (dlsym then finds a preloaded libtessera.so). */
+/* Weak: resolve to libtessera's when the test is linked with it (a static
+ * link puts no symbol where dlsym can see it), NULL in the plain build,
+ * where dlsym then finds a preloaded libtessera.so. */
 extern void *tes_malloc(size_t size) __attribute__((weak));
+
+/* The tessera function `weak` (linked in) or `name` (preloaded), or NULL. */
+#define API_TESSERA_FN(weak, name) ((weak) ? (void *)(weak) : api_tessera_symbol(name))
 
 static inline bool api_allocator_is_tessera(void) {
   return tes_malloc != NULL || api_tessera_symbol("tes_malloc") != NULL;

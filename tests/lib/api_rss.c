@@ -24,12 +24,15 @@
 #define _GNU_SOURCE
 #include "api_check.h"
 
+#include "tessera.h"
+
 #include <malloc.h>
 #include <pthread.h>
 #include <sys/wait.h>
 
-typedef long option_get_fn(int option);
-enum { OPTION_PURGE_DELAY_MS = 2 }; /* TES_OPTION_PURGE_DELAY_MS in tessera.h */
+/* Weak: this program also runs without libtessera (see api_check.h). */
+#pragma weak tes_option_get
+typedef long option_get_fn(tes_option_t option);
 
 typedef struct node_s {
   struct node_s *next;
@@ -90,8 +93,8 @@ static void mode_one_gib(bool use_trim) {
     CHECK(released == 1, "malloc_trim(0) returned %d after freeing 1 GiB", released);
     return;
   }
-  option_get_fn *option_get = (option_get_fn *)api_tessera_symbol("tes_option_get");
-  long delay_ms = option_get ? option_get(OPTION_PURGE_DELAY_MS) : 1000;
+  option_get_fn *option_get = (option_get_fn *)API_TESSERA_FN(tes_option_get, "tes_option_get");
+  long delay_ms = option_get ? option_get(TES_OPTION_PURGE_DELAY_MS) : 1000;
   double deadline = api_now_seconds() + (double)delay_ms / 1000.0 + 1.0;
   int64_t now = after_free;
   double waited = 0;

@@ -18,6 +18,9 @@
 
 #include <pthread.h>
 
+/* Weak: this program also runs without libtessera (see api_check.h). */
+#pragma weak tes_stats_get
+
 enum { TOTAL_THREADS = 10000, WARMUP_THREADS = 1000, BATCH = 4, BLOCKS_PER_THREAD = 200,
        HANDED_OVER = 50 };
 
@@ -48,7 +51,7 @@ static void *short_lived(void *arg) {
 
 int main(int argc, char **argv) {
   api_require_tessera_if_asked(argc, argv);
-  stats_get_fn *stats_get = (stats_get_fn *)api_tessera_symbol("tes_stats_get");
+  stats_get_fn *stats_get = (stats_get_fn *)API_TESSERA_FN(tes_stats_get, "tes_stats_get");
   static tes_stats_t before, after;
 
   API_GROUP("thread churn");
