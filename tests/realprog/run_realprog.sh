@@ -27,6 +27,10 @@ if [ ! -r "$lib" ]; then
 fi
 lib=$(readlink -f "$lib")
 
+# The real python3 executable, resolved before HOME changes (a pyenv shim
+# finds its versions through HOME or PYENV_ROOT).
+python_bin=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || true)
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-realprog-$program.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 # No user configuration leaks in (git, python startup files, ...).
@@ -96,12 +100,12 @@ compare_runs() {
 # environment-dependent one) is compared, not blamed.
 python_tests() {
   local xml="$work/python-$RANDOM.xml"
-  python3 -m test -j2 --timeout 300 --junit-xml "$xml" \
+  "$python_bin" -m test -j2 --timeout 300 --junit-xml "$xml" \
     test_dict test_list test_set test_json test_unicode test_threading test_re \
     test_collections test_sort test_deque test_bytes test_itertools test_heapq \
     test_functools >/dev/null 2>&1
   # Parse with the system allocator so the parser is not what is tested.
-  env -u LD_PRELOAD python3 - "$xml" <<'EOF'
+  env -u LD_PRELOAD "$python_bin" - "$xml" <<'EOF'
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 results = []
@@ -119,9 +123,10 @@ EOF
 
 case_python() {
   need python3 python3
-  python3 -c "import test.libregrtest" 2>/dev/null ||
+  [ -n "$python_bin" ] || skip "python3 does not start"
+  "$python_bin" -c "import test.libregrtest" 2>/dev/null ||
     skip "python3's regression test package is not installed (apt-get install libpython3-testsuite)"
-  check_preload_active python3 -c "pass"
+  check_preload_active "$python_bin" -c "pass"
   compare_runs python_tests python_tests
 }
 
