@@ -646,6 +646,26 @@ static size_t draw_charts(const char *dir, const char *baseline, int wanted, cha
 
 /* ---- report ------------------------------------------------------------- */
 
+/* Date of the measurement when rebuilding a report (--from), else "". */
+static char measured_date[64];
+
+/* Reads "key: value" from DIR/machine.txt; returns 1 when found. */
+static int read_machine_field(const char *dir, const char *key, char *out, size_t len) {
+  char path[PATH_MAX + 32], line[2048];
+  snprintf(path, sizeof path, "%s/machine.txt", dir);
+  FILE *m = fopen(path, "r");
+  int found = 0;
+  size_t klen = strlen(key);
+  while (m && !found && fgets(line, sizeof line, m))
+    if (!strncmp(line, key, klen) && !strncmp(line + klen, ": ", 2)) {
+      line[strcspn(line, "\n")] = '\0';
+      snprintf(out, len, "%s", line + klen + 2);
+      found = 1;
+    }
+  if (m) fclose(m);
+  return found;
+}
+
 static int write_reports(const char *dir, const char *command, const char *baseline, int charts_wanted) {
   char path[PATH_MAX], err[PATH_MAX + 128], machine[512], date[64];
   snprintf(path, sizeof path, "%s/results.csv", dir);
@@ -671,6 +691,7 @@ static int write_reports(const char *dir, const char *command, const char *basel
 
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  if (measured_date[0]) snprintf(date, sizeof date, "%s", measured_date);
   bench_machine_summary(machine, sizeof machine);
   bench_report_info_t info = {command, date, machine, (const char *const *)notes, n_notes, chart_names, n_charts};
   int rc = 0;
@@ -734,7 +755,21 @@ int cmd_bench(int argc, char **argv) {
     size_t used = strlen(command);
     snprintf(command + used, sizeof command - used, " %s", argv[i]);
   }
-  if (c.from_dir) return write_reports(c.from_dir, command, c.baseline, c.charts) ? 1 : 0;
+  if (c.from_dir) {
+    /* The report names the command and date that measured (machine.txt);
+     * the rebuild is a note. */
+    char original[2048];
+    int found = read_machine_field(c.from_dir, "command", original, sizeof original);
+    measured_date[0] = '\0';
+    read_machine_field(c.from_dir, "date", measured_date, sizeof measured_date);
+    if (!found) return write_reports(c.from_dir, command, c.baseline, c.charts) ? 1 : 0;
+    if (n_notes < MAX_NOTES) {
+      char note[2100];
+      snprintf(note, sizeof note, "report rebuilt from results.csv by: %s", command);
+      notes[n_notes++] = strdup(note);
+    }
+    return write_reports(c.from_dir, original, c.baseline, c.charts) ? 1 : 0;
+  }
 
   printf("tessera bench: %s\n", c.quick == 1 ? "quick smoke run" : c.quick == -1 ? "full suite" : "default suite");
   bench_allocator_t allocs[MAX_ALLOCS];

@@ -4,6 +4,8 @@
  * interleaved but not paired one to one. */
 #include "bench_report.h"
 
+#include "bench_catalog.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,44 @@ void bench_table_free(bench_table_t *t) {
   free(t->geo_time);
   free(t->geo_rss);
   free(t->geo_rows);
+  free(t->seed_time);
+  free(t->seed_rss);
+  free(t->seed_rows);
   memset(t, 0, sizeof *t);
+}
+
+/* 1 when row r belongs to the catalog group (NULL: every row). */
+static int row_in_group(const bench_table_t *t, size_t r, const char *group) {
+  if (!group) return 1;
+  const bench_workload_t *w = bench_find_workload(t->rows[r].workload);
+  return w && !strcmp(w->group, group);
+}
+
+/* Geometric means of allocator a's time and RSS ratios over the rows of a
+ * group that have a ratio. Returns 0, or -1 when out of memory. */
+static int geomean_over(const bench_table_t *t, size_t a, const char *group, double *time, double *rss,
+                        size_t *rows) {
+  double *time_ratios = malloc((t->n_rows ? t->n_rows : 1) * sizeof(double));
+  double *rss_ratios = malloc((t->n_rows ? t->n_rows : 1) * sizeof(double));
+  if (!time_ratios || !rss_ratios) {
+    free(time_ratios);
+    free(rss_ratios);
+    return -1;
+  }
+  size_t m = 0;
+  for (size_t r = 0; r < t->n_rows; r++) {
+    const bench_cell_t *c = bench_cell(t, r, a);
+    if (isnan(c->time_ratio) || !row_in_group(t, r, group)) continue;
+    time_ratios[m] = c->time_ratio;
+    rss_ratios[m] = c->rss_ratio;
+    m++;
+  }
+  *time = bench_geomean(time_ratios, m);
+  *rss = bench_geomean(rss_ratios, m);
+  *rows = m;
+  free(time_ratios);
+  free(rss_ratios);
+  return 0;
 }
 
 int bench_table_build(const bench_record_t *recs, size_t n, const char *baseline, bench_table_t *t) {
@@ -75,10 +114,14 @@ int bench_table_build(const bench_record_t *recs, size_t n, const char *baseline
   t->geo_time = calloc(t->n_allocs ? t->n_allocs : 1, sizeof(double));
   t->geo_rss = calloc(t->n_allocs ? t->n_allocs : 1, sizeof(double));
   t->geo_rows = calloc(t->n_allocs ? t->n_allocs : 1, sizeof(size_t));
+  t->seed_time = calloc(t->n_allocs ? t->n_allocs : 1, sizeof(double));
+  t->seed_rss = calloc(t->n_allocs ? t->n_allocs : 1, sizeof(double));
+  t->seed_rows = calloc(t->n_allocs ? t->n_allocs : 1, sizeof(size_t));
   double *time = malloc((n ? n : 1) * sizeof(double));
   double *cpu = malloc((n ? n : 1) * sizeof(double));
   double *rss = malloc((n ? n : 1) * sizeof(double));
-  if (!t->cells || !t->geo_time || !t->geo_rss || !t->geo_rows || !time || !cpu || !rss) {
+  if (!t->cells || !t->geo_time || !t->geo_rss || !t->geo_rows || !t->seed_time || !t->seed_rss ||
+      !t->seed_rows || !time || !cpu || !rss) {
     free(time); free(cpu); free(rss);
     goto oom;
   }
@@ -125,29 +168,12 @@ int bench_table_build(const bench_record_t *recs, size_t n, const char *baseline
       c->time_ratio = bench_ratio(c->time.median, b->time.median);
       c->rss_ratio = bench_ratio(c->rss.median, b->rss.median);
     }
-  for (size_t a = 0; a < t->n_allocs; a++) {
-    size_t m = 0;
-    double *rss_ratios = malloc((t->n_rows ? t->n_rows : 1) * sizeof(double));
-    double *time_ratios = realloc(time, (t->n_rows ? t->n_rows : 1) * sizeof(double));
-    if (!rss_ratios || !time_ratios) {
-      free(rss_ratios);
-      free(time_ratios ? time_ratios : time);
-      goto oom;
-    }
-    time = time_ratios;
-    for (size_t r = 0; r < t->n_rows; r++) {
-      bench_cell_t *c = bench_cell(t, r, a);
-      if (isnan(c->time_ratio)) continue;
-      time_ratios[m] = c->time_ratio;
-      rss_ratios[m] = c->rss_ratio;
-      m++;
-    }
-    t->geo_time[a] = bench_geomean(time_ratios, m);
-    t->geo_rss[a] = bench_geomean(rss_ratios, m);
-    t->geo_rows[a] = m;
-    free(rss_ratios);
-  }
   free(time);
+  for (size_t a = 0; a < t->n_allocs; a++) {
+    if (geomean_over(t, a, NULL, &t->geo_time[a], &t->geo_rss[a], &t->geo_rows[a]) ||
+        geomean_over(t, a, "seed", &t->seed_time[a], &t->seed_rss[a], &t->seed_rows[a]))
+      goto oom;
+  }
   return 0;
 oom:
   bench_table_free(t);
@@ -176,6 +202,38 @@ static const char *ratio_cell(const bench_table_t *t, size_t r, size_t a, int ma
   return buf;
 }
 
+/* One summary row of the terminal table (skipped when no row entered it). */
+static void summary_line(FILE *out, const bench_table_t *t, const char *label, int label_w, int cell_w,
+                         const double *time, const double *rss, const size_t *rows) {
+  int any = 0;
+  for (size_t a = 0; a < t->n_allocs; a++) any |= rows[a] > 0;
+  if (!any) return;
+  fprintf(out, "%-*s", label_w, label);
+  for (size_t a = 0; a < t->n_allocs; a++) {
+    char buf[32];
+    if ((int)a == t->baseline) snprintf(buf, sizeof buf, "1.00/1.00");
+    else if (isnan(time[a])) snprintf(buf, sizeof buf, "n/a");
+    else snprintf(buf, sizeof buf, "%.2f/%.2f", time[a], rss[a]);
+    fprintf(out, " %*s", cell_w, buf);
+  }
+  fputc('\n', out);
+}
+
+/* The same as a Markdown table row. */
+static void summary_row_md(FILE *f, const bench_table_t *t, const char *label, const double *time,
+                           const double *rss, const size_t *rows) {
+  int any = 0;
+  for (size_t a = 0; a < t->n_allocs; a++) any |= rows[a] > 0;
+  if (!any) return;
+  fprintf(f, "| **%s** |", label);
+  for (size_t a = 0; a < t->n_allocs; a++) {
+    if ((int)a == t->baseline) fprintf(f, " 1.00/1.00 |");
+    else if (isnan(time[a])) fprintf(f, " n/a |");
+    else fprintf(f, " **%.2f/%.2f** (%zu rows) |", time[a], rss[a], rows[a]);
+  }
+  fputc('\n', f);
+}
+
 void bench_table_print(FILE *out, const bench_table_t *t) {
   int label_w = 10, cell_w = 15;
   for (size_t r = 0; r < t->n_rows; r++)
@@ -195,13 +253,8 @@ void bench_table_print(FILE *out, const bench_table_t *t) {
     fputc('\n', out);
   }
   if (t->baseline >= 0) {
-    fprintf(out, "%-*s", label_w, "geomean");
-    for (size_t a = 0; a < t->n_allocs; a++) {
-      if ((int)a == t->baseline || isnan(t->geo_time[a])) snprintf(buf, sizeof buf, "%s", (int)a == t->baseline ? "1.00/1.00" : "n/a");
-      else snprintf(buf, sizeof buf, "%.2f/%.2f", t->geo_time[a], t->geo_rss[a]);
-      fprintf(out, " %*s", cell_w, buf);
-    }
-    fputc('\n', out);
+    summary_line(out, t, "geomean", label_w, cell_w, t->geo_time, t->geo_rss, t->geo_rows);
+    summary_line(out, t, "geomean seed rows", label_w, cell_w, t->seed_time, t->seed_rss, t->seed_rows);
   }
 }
 
@@ -228,15 +281,9 @@ int bench_write_markdown(const char *path, const bench_table_t *t, const bench_r
     fputc('\n', f);
   }
   if (t->baseline >= 0) {
-    fprintf(f, "| **geomean** |");
-    for (size_t a = 0; a < t->n_allocs; a++) {
-      if ((int)a == t->baseline) fprintf(f, " 1.00/1.00 |");
-      else if (isnan(t->geo_time[a])) fprintf(f, " n/a |");
-      else fprintf(f, " **%.2f/%.2f** (%zu rows) |", t->geo_time[a], t->geo_rss[a], t->geo_rows[a]);
-    }
-    fputc('\n', f);
+    summary_row_md(f, t, "geomean", t->geo_time, t->geo_rss, t->geo_rows);
+    summary_row_md(f, t, "geomean seed rows", t->seed_time, t->seed_rss, t->seed_rows);
   }
-
   fprintf(f, "\n## Medians and spread\n\n");
   fprintf(f, "Each cell: median time in seconds [min-max over the runs], median CPU seconds, median peak RSS in MiB; "
              "`ok/runs` when some runs did not complete.\n\n| workload |");
@@ -272,7 +319,7 @@ int bench_write_markdown(const char *path, const bench_table_t *t, const bench_r
                 c->runs - c->ok - c->skipped, c->runs);
       }
   if (info->n_notes) {
-    fprintf(f, "\n## Not run\n\n");
+    fprintf(f, "\n## Notes (what was not run, and why)\n\n");
     for (size_t i = 0; i < info->n_notes; i++) fprintf(f, "- %s\n", info->notes[i]);
   }
   if (info->n_charts) {
@@ -365,7 +412,11 @@ int bench_write_json(const char *path, const bench_record_t *recs, size_t n, con
     json_number(f, t->geo_time[a]);
     fprintf(f, ", \"rss_ratio\": ");
     json_number(f, t->geo_rss[a]);
-    fprintf(f, ", \"rows\": %zu}", t->geo_rows[a]);
+    fprintf(f, ", \"rows\": %zu, \"seed_time_ratio\": ", t->geo_rows[a]);
+    json_number(f, t->seed_time[a]);
+    fprintf(f, ", \"seed_rss_ratio\": ");
+    json_number(f, t->seed_rss[a]);
+    fprintf(f, ", \"seed_rows\": %zu}", t->seed_rows[a]);
   }
   fprintf(f, "},\n  \"runs\": [\n");
   for (size_t i = 0; i < n; i++) {

@@ -41,6 +41,8 @@ typedef struct bench_table_s {
   int baseline;                   /* index into allocs, -1 when absent */
   double *geo_time, *geo_rss;     /* per allocator, over rows with a ratio */
   size_t *geo_rows;               /* rows that entered each geometric mean */
+  double *seed_time, *seed_rss;   /* the same over the seed allocator's six rows (group "seed") */
+  size_t *seed_rows;
 } bench_table_t;
 
 typedef struct bench_report_info_s {

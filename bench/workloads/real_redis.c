@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
     usleep(10000);
   }
 
-  long requests = wl_scaled(&o, 20000L, 1000);
+  long requests = wl_scaled(&o, 10000L, 1000);
   char n_arg[32];
   snprintf(n_arg, sizeof n_arg, "%ld", requests);
   int out[2];

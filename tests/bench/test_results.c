@@ -165,6 +165,8 @@ static void test_table(void) {
   CHECK(t.geo_rows[1] == 2);
   CHECK(close_to(t.geo_time[1], 1.0));     /* sqrt(0.5 * 2.0) */
   CHECK(close_to(t.geo_rss[1], sqrt(2.0 * 0.5)));
+  /* Of these rows only "single" is one of the seed's six. */
+  CHECK(t.seed_rows[1] == 1 && close_to(t.seed_time[1], 0.5) && close_to(t.seed_rss[1], 2.0));
 
   /* The renderings mention the failure and the skip. */
   char md[sizeof tmp_path + 8];
@@ -182,6 +184,7 @@ static void test_table(void) {
   CHECK(strstr(text, "0.50/2.00") != NULL);
   CHECK(strstr(text, "allocator tcmalloc: not found") != NULL);
   CHECK(strstr(text, "skipped") != NULL);
+  CHECK(strstr(text, "| **geomean seed rows** | 1.00/1.00 | **0.50/2.00** (1 rows) |") != NULL);
   unlink(md);
   bench_table_free(&t);
 
