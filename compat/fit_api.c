@@ -49,17 +49,17 @@ int fit_use_naive(void) {
   return v == 1;
 }
 
-fit_arena_t *fit_arena_by_id(uint32_t id) {
-  switch (id) {
-  case FIT_ARENA_FF: return &fit_ff_arena;
-  case FIT_ARENA_BF: return &fit_bf_arena;
-  case FIT_ARENA_LOCKED: return &fit_locked_arena;
-  default:
-    if (id >= FIT_ARENA_THREAD0 && id < FIT_ARENA_THREAD0 + FIT_MAX_THREAD_ARENAS)
-      return &fit_thread_arenas[id - FIT_ARENA_THREAD0];
-    return NULL;
-  }
+static fit_arena_t *const fit_fixed_arenas[FIT_ARENA_LOCKED + 1] = {
+    NULL, &fit_ff_arena, &fit_bf_arena, &fit_locked_arena};
+
+/* On every free: a table for the three fixed arenas, an index for the rest. */
+static inline fit_arena_t *fit_arena_lookup(uint32_t id) {
+  if (id <= FIT_ARENA_LOCKED) return fit_fixed_arenas[id];
+  if (id - FIT_ARENA_THREAD0 < FIT_MAX_THREAD_ARENAS) return &fit_thread_arenas[id - FIT_ARENA_THREAD0];
+  return NULL;
 }
+
+fit_arena_t *fit_arena_by_id(uint32_t id) { return fit_arena_lookup(id); }
 
 unsigned fit_arena_count(void) { return FIT_ARENA_THREAD0 + FIT_MAX_THREAD_ARENAS; }
 
@@ -69,7 +69,7 @@ static inline fit_arena_t *ready(fit_arena_t *a) {
 }
 
 /* Is b plausibly an allocated block of ours? Reports and returns 0 if not. */
-static int fit_check_freeable(const char *who, fit_block_t *b) {
+static inline int fit_check_freeable(const char *who, fit_block_t *b) {
   size_t size = fit_size(b);
   if (size < FIT_MIN_BLOCK || size % FIT_ALIGN != 0) {
     fit_report_bad_free(who, fit_payload(b), "not a block from this allocator; ignored");
@@ -110,12 +110,14 @@ static void fit_free_any(const char *who, void *ptr) {
     return;
   }
   fit_block_t *b = fit_header_of(ptr);
-  fit_arena_t *a = fit_arena_by_id(b->owner);
-  if (!a || a->index_kind == FIT_INDEX_NONE) {
+  fit_arena_t *a = fit_arena_lookup(b->owner);
+  if (__builtin_expect(!a || a->index_kind == FIT_INDEX_NONE, 0)) {
     fit_report_bad_free(who, ptr, "not a block from this allocator; ignored");
     return;
   }
-  if (a->id >= FIT_ARENA_THREAD0 && a != fit_my_arena) {
+  if (a == &fit_bf_arena || a == &fit_ff_arena) {
+    if (fit_check_freeable(who, b)) fit_arena_free(a, b);
+  } else if (a->id >= FIT_ARENA_THREAD0 && a != fit_my_arena) {
     fit_push_remote(a, b);
   } else if (a == &fit_locked_arena) {
     pthread_mutex_lock(&fit_locked_mutex);

@@ -6,7 +6,7 @@
  *
  * Callers (fit_api.c) guarantee that one thread at a time works on an arena.
  */
-#include "fit_internal.h"
+#include "fit_index.h"
 
 #include <errno.h>
 #include <unistd.h>
@@ -51,7 +51,7 @@ void *fit_arena_malloc(fit_arena_t *a, size_t size) {
      * reinsertion, and the remainder cannot touch another free block
      * because b was free and free blocks are never adjacent. */
     size_t rest = have - need;
-    fit_set_size(b, rest, FIT_FREE);
+    fit_set_size_keep_hint(b, rest, FIT_FREE);
     if (indexed)
       fit_index_resized(a, b, have);
     else
@@ -59,16 +59,19 @@ void *fit_arena_malloc(fit_arena_t *a, size_t size) {
     b = (fit_block_t *)((char *)b + rest);
     b->prev_units = (uint32_t)(rest / FIT_ALIGN);
     b->owner = a->id;
-    have = need;
-    fit_set_size(b, have, last);
+    fit_set_size(b, need, last | FIT_PREV_MAYBE_FREE); /* its predecessor is the free front */
     if (!last)
       fit_next_phys(b)->prev_units = (uint32_t)(need / FIT_ALIGN);
     else if (fit_ends_top_run(a, b))
       a->top_last = b;
-  } else if (indexed) {
-    fit_index_remove(a, b);
+    have = need;
+  } else {
+    if (indexed) fit_index_remove(a, b);
+    /* The successor's FIT_PREV_MAYBE_FREE stays set: a stale hint only costs
+     * free() one look at this header, and clearing it would cost a cache
+     * miss on every exact fit. */
+    fit_set_size_keep_hint(b, have, last);
   }
-  fit_set_size(b, have, last);
   fit_add_free_bytes(a, -(long)have);
   return fit_payload(b);
 }
@@ -86,26 +89,31 @@ void fit_arena_free(fit_arena_t *a, fit_block_t *b) {
       last = next->size_flags & FIT_LAST;
     }
   }
-  if (b->prev_units != 0) {
+  /* The predecessor's header is only read when the hint says it may be
+   * free (it is set whenever a block becomes free, on its successor). */
+  if (b->prev_units != 0 && (b->size_flags & FIT_PREV_MAYBE_FREE)) {
     fit_block_t *prev = fit_prev_phys(b);
     if (fit_is_free(prev)) {
       /* Grow the predecessor in place: it keeps its address, so an
        * address-ordered index only needs its sizes refreshed. */
       size_t old = fit_size(prev);
       size += old;
-      fit_set_size(prev, size, FIT_FREE | last);
+      fit_set_size_keep_hint(prev, size, FIT_FREE | last);
       b = prev;
       fit_index_resized(a, b, old);
       goto linked;
     }
   }
-  fit_set_size(b, size, FIT_FREE | last);
+  fit_set_size(b, size, FIT_FREE | last); /* the predecessor is allocated: hint cleared */
   fit_index_insert(a, b);
 linked:
-  if (!last)
-    fit_next_phys(b)->prev_units = (uint32_t)(size / FIT_ALIGN);
-  else if (fit_ends_top_run(a, b))
+  if (!last) {
+    fit_block_t *next = fit_next_phys(b);
+    next->prev_units = (uint32_t)(size / FIT_ALIGN);
+    next->size_flags |= FIT_PREV_MAYBE_FREE;
+  } else if (fit_ends_top_run(a, b)) {
     a->top_last = b;
+  }
 }
 
 /* Writes "tessera fit: WHO(0x...): WHY\n" with write(2): stdio could move the

@@ -23,7 +23,7 @@
  * Called by fit_arena_malloc (fit_arena.c) with the arena owned by the
  * calling thread (or under the arena's lock for ts_malloc_lock).
  */
-#include "fit_internal.h"
+#include "fit_index.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -129,7 +129,7 @@ fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need) {
     if (extend && have) {
       /* The run ends with a free block: grow it instead of adding one. */
       fit_index_remove(a, last);
-      fit_set_size(last, have + ask, FIT_FREE | FIT_LAST);
+      fit_set_size_keep_hint(last, have + ask, FIT_FREE | FIT_LAST);
       fit_add_free_bytes(a, (long)ask);
       b = last;
     } else if (extend) {

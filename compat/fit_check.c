@@ -118,6 +118,7 @@ int fit_check_arena(fit_arena_t *a, char *err, size_t errlen) {
       if (b->owner != a->id) { error = "block owned by another arena"; break; }
       if (size < FIT_MIN_BLOCK || size % FIT_ALIGN) { error = "bad block size"; break; }
       if ((size_t)b->prev_units * FIT_ALIGN != prev_size) { error = "prev_units does not match predecessor"; break; }
+      if (prev_free && !(b->size_flags & FIT_PREV_MAYBE_FREE)) { error = "free predecessor without the hint"; break; }
       if (fit_is_free(b)) {
         if (prev_free) { error = "two adjacent free blocks"; break; }
         free_count++;

@@ -16,6 +16,7 @@
  *    run, the size of its physical predecessor (0 = first of run) and the id
  *    of the arena that owns it;
  *  - no two free blocks are physically adjacent (free coalesces both sides);
+ *  - a block whose predecessor is free carries FIT_PREV_MAYBE_FREE;
  *  - every free block is in its arena's free index exactly once, and the
  *    index holds nothing else;
  *  - arena->free_bytes is the sum of the sizes of the free blocks.
@@ -27,7 +28,7 @@
  *    block in their subtree: first fit in O(log n) (fit_addr_tree.c);
  *  - FIT_INDEX_SIZE_BINS: one list per exact block size up to
  *    FIT_BIN_LIMIT with a two-level bitmap, and a (size, address)-ordered
- *    treap above it: best fit in O(1) / O(log n) (fit_size_index.c).
+ *    treap above it: best fit in O(1) / O(log n) (fit_size_index.h).
  */
 #ifndef TESSERA_FIT_INTERNAL_H
 #define TESSERA_FIT_INTERNAL_H
@@ -46,6 +47,12 @@
 
 #define FIT_FREE ((uint64_t)1)
 #define FIT_LAST ((uint64_t)2)
+/* bit 2 is the checker's scratch mark (fit_check.c) */
+/* Set on a block whenever its predecessor becomes free, cleared lazily: if
+ * the predecessor is free, this is set (the converse need not hold). Lets
+ * free() skip reading the predecessor's header, a cache miss, in the common
+ * case where the predecessor is in use. */
+#define FIT_PREV_MAYBE_FREE ((uint64_t)8)
 #define FIT_FLAGS ((uint64_t)15)
 
 typedef struct fit_block {
@@ -135,19 +142,18 @@ static inline fit_block_t *fit_prev_phys(fit_block_t *b) {
 static inline void fit_set_size(fit_block_t *b, size_t size, uint64_t flags) {
   b->size_flags = (uint64_t)size | flags;
 }
+/* Same, keeping the block's FIT_PREV_MAYBE_FREE hint. */
+static inline void fit_set_size_keep_hint(fit_block_t *b, size_t size, uint64_t flags) {
+  b->size_flags = (uint64_t)size | flags | (b->size_flags & FIT_PREV_MAYBE_FREE);
+}
 static inline void fit_add_free_bytes(fit_arena_t *a, long delta) {
   unsigned long v = atomic_load_explicit(&a->free_bytes, memory_order_relaxed);
   atomic_store_explicit(&a->free_bytes, v + (unsigned long)delta, memory_order_relaxed);
 }
 
-/* --- free index (fit_index.c dispatches to the three kinds) -------------- */
-void fit_index_insert(fit_arena_t *a, fit_block_t *b);
-void fit_index_remove(fit_arena_t *a, fit_block_t *b);
-/* A free block in the index changed size in place (its address is kept). */
-void fit_index_resized(fit_arena_t *a, fit_block_t *b, size_t old_size);
-/* The block the arena's policy picks for a request of `need` bytes (header
- * included), still in the index; NULL when no free block is large enough. */
-fit_block_t *fit_index_find(fit_arena_t *a, size_t need);
+/* --- free index ---------------------------------------------------------
+ * The dispatch (fit_index_insert / remove / resized / find) and the size bins
+ * are static inline in fit_index.h and fit_size_index.h. */
 /* Calls visit(b, ctx) for every block in the index; for the checker. */
 void fit_index_each(fit_arena_t *a, void (*visit)(fit_block_t *, void *), void *ctx);
 
@@ -165,9 +171,6 @@ void fit_size_tree_insert(fit_arena_t *a, fit_block_t *b);
 void fit_size_tree_remove(fit_arena_t *a, fit_block_t *b, size_t size);
 fit_block_t *fit_size_tree_find(fit_arena_t *a, size_t need);
 
-void fit_size_index_insert(fit_arena_t *a, fit_block_t *b);
-void fit_size_index_remove(fit_arena_t *a, fit_block_t *b, size_t size);
-fit_block_t *fit_size_index_find(fit_arena_t *a, size_t need);
 void fit_size_index_each(fit_arena_t *a, void (*visit)(fit_block_t *, void *), void *ctx);
 
 /* Treap priority of a block: a hash of its address, so the shape of a tree

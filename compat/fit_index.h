@@ -1,0 +1,49 @@
+/* fit_index.h — one switch that sends the arena's free-index operations to
+ * the index kind chosen for it (fit_arena_prepare): the naive list
+ * (fit_list.c), the address treap (fit_treap.c) or the size bins
+ * (fit_size_index.h). Kept apart so fit_arena.c reads as the policy-free
+ * allocator it is. Static inline: the switch and the bin operations are on
+ * every malloc and free.
+ */
+#ifndef TESSERA_FIT_INDEX_H
+#define TESSERA_FIT_INDEX_H
+
+#include "fit_internal.h"
+#include "fit_size_index.h"
+
+static inline void fit_index_insert(fit_arena_t *a, fit_block_t *b) {
+  switch (a->index_kind) {
+  case FIT_INDEX_LIST: fit_list_insert(a, b); break;
+  case FIT_INDEX_ADDR_TREE: fit_addr_tree_insert(a, b); break;
+  default: fit_size_index_insert(a, b); break;
+  }
+}
+
+static inline void fit_index_remove(fit_arena_t *a, fit_block_t *b) {
+  switch (a->index_kind) {
+  case FIT_INDEX_LIST: fit_list_remove(a, b); break;
+  case FIT_INDEX_ADDR_TREE: fit_addr_tree_remove(a, b); break;
+  default: fit_size_index_remove(a, b, fit_size(b)); break;
+  }
+}
+
+static inline void fit_index_resized(fit_arena_t *a, fit_block_t *b, size_t old_size) {
+  switch (a->index_kind) {
+  case FIT_INDEX_LIST: break; /* ordered by address only */
+  case FIT_INDEX_ADDR_TREE: fit_addr_tree_refresh(a, b); break;
+  default:
+    fit_size_index_remove(a, b, old_size);
+    fit_size_index_insert(a, b);
+    break;
+  }
+}
+
+static inline fit_block_t *fit_index_find(fit_arena_t *a, size_t need) {
+  switch (a->index_kind) {
+  case FIT_INDEX_LIST: return fit_list_find(a, need);
+  case FIT_INDEX_ADDR_TREE: return fit_addr_tree_find(a, need);
+  default: return fit_size_index_find(a, need);
+  }
+}
+
+#endif
