@@ -29,6 +29,7 @@ extern const lab_policy_t lab_policy_segregated_deferred;
 extern const lab_policy_t lab_policy_segregated_split64;
 extern const lab_policy_t lab_policy_segregated_nofooter;
 extern const lab_policy_t lab_policy_segregated_realloc;
+extern const lab_policy_t lab_policy_segregated_apart;
 
 /* policy_tree.c */
 extern const lab_policy_t lab_policy_tree_best;

@@ -23,6 +23,7 @@ static const lab_policy_t *const policies[] = {
   &lab_policy_segregated_split64,
   &lab_policy_segregated_nofooter,
   &lab_policy_segregated_realloc,
+  &lab_policy_segregated_apart,
   &lab_policy_tree_best,
   &lab_policy_tree_best_apart,
   NULL,
@@ -38,4 +39,4 @@ const lab_policy_t *lab_policy_find(const char *name) {
 }
 
 /* The best policy: highest perf index on the classic traces (docs/LAB.md). */
-const lab_policy_t *lab_policy_default(void) { return &lab_policy_tree_best_apart; }
+const lab_policy_t *lab_policy_default(void) { return &lab_policy_segregated_apart; }

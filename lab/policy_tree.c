@@ -1,6 +1,6 @@
 /* policy_tree: best fit in O(log n) with a size-ordered balanced tree.
  *
- * All free blocks live in one treap (a binary search tree that is also a heap
+ * Free blocks above 1 KiB live in one treap (a binary search tree that is a heap
  * on a pseudo-random priority, hence balanced in expectation) keyed by
  * (size, address). The best fit is the lower bound of (asize, 0): the
  * smallest block that fits and, among equal sizes, the lowest address, which
@@ -9,33 +9,25 @@
  * of the block's offset and is never stored. No parent links: removal finds
  * the node again by its key from the root, still O(log n).
  *
+ * Blocks up to 1 KiB do not enter the tree: they sit in one LIFO bin per
+ * exact size, with a bitmap of non-empty bins, so the first block of the
+ * first non-empty bin at or above the request is a best fit by size, in O(1)
+ * (dlmalloc's small bins). The tree holds the larger blocks.
+ *
  * Policies (both footerless, extend a free last block by only what is
  * missing, and realloc in place):
  *   tree-best        exact best fit, everything placed at the bottom of the
  *                    chosen block;
- *   tree-best-apart  + small blocks (<= 64 bytes with tags) are kept apart
- *                    from large ones: they are carved from the top of a free
- *                    block (large ones from the bottom), and when none fits
- *                    the heap grows by a 2 KiB chunk for them, so runs of
- *                    small and large blocks do not interleave and freed large
- *                    blocks coalesce; a realloc that must move goes to the end
- *                    of the heap, where its next growth is an extension.
- *                    This is Tessera's best policy (lab_policy_default()).
+ *   tree-best-apart  + small requests kept apart from large ones and moving
+ *                    reallocs sent to the heap end, exactly as in
+ *                    segregated-apart (see policy_segregated.c), which is as
+ *                    compact on the classic traces and faster: the tree's
+ *                    descents miss the cache on large heaps.
  * Invariant of this file: in-order traversal is strictly increasing in
  * (size, address), and every node's priority is >= its children's.
  * Called through the lab_policy_t objects in policy_registry.c. */
 #include "heap_core.h"
 #include "policy_families.h"
-
-#ifndef SMALL_MAX
-#define SMALL_MAX 64
-#endif
-#ifndef SMALL_CHUNK
-#define SMALL_CHUNK 256
-#endif
-#ifndef SMALL_CMAX
-#define SMALL_CMAX 65536
-#endif
 
 static tag_t tree_root;
 
@@ -250,5 +242,4 @@ TREE_POLICY(lab_policy_tree_best, "tree-best",
 TREE_POLICY(lab_policy_tree_best_apart, "tree-best-apart",
             "tree-best + small blocks kept apart from large ones, moving reallocs go to the heap end",
             .fit = FIT_BEST, .footerless = 1, .extend_missing = 1, .realloc_inplace = 1,
-            .realloc_to_end = 1, .small_max = SMALL_MAX, .small_chunk = SMALL_CHUNK,
-            .small_chunk_max = SMALL_CMAX)
+            .realloc_to_end = 1, .small_max = 64, .small_chunk = 256, .small_chunk_max = 65536)

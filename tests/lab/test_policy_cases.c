@@ -63,7 +63,8 @@ static int intact(const void *p, size_t n, unsigned seed) {
 }
 
 static int is_inplace_realloc(void) {
-  static const char *const names[] = {"segregated-realloc", "tree-best", "tree-best-apart"};
+  static const char *const names[] = {"segregated-realloc", "segregated-apart", "tree-best",
+                                      "tree-best-apart"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!strcmp(pol->name, names[i])) return 1;
   return 0;
