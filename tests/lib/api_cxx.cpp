@@ -37,6 +37,9 @@ static bool aligned(const void *p, std::size_t a) { return (reinterpret_cast<std
 static volatile std::size_t absurd = SIZE_MAX - 4096;
 
 typedef std::size_t usable_size_fn(const void *);
+// Weak: set when linked with libtessera (a static link exports nothing
+// dlsym can find), NULL otherwise; then dlsym finds a preloaded one.
+extern "C" std::size_t tes_usable_size(const void *) __attribute__((weak));
 
 struct Widget {
   int id;
@@ -50,7 +53,8 @@ struct alignas(256) Over {
 
 int main(int argc, char **argv) {
   bool expect_tessera = argc > 1 && std::strcmp(argv[1], "--expect-tessera") == 0;
-  usable_size_fn *tes_usable = reinterpret_cast<usable_size_fn *>(dlsym(RTLD_DEFAULT, "tes_usable_size"));
+  usable_size_fn *tes_usable =
+      tes_usable_size ? tes_usable_size : reinterpret_cast<usable_size_fn *>(dlsym(RTLD_DEFAULT, "tes_usable_size"));
   if (expect_tessera && !tes_usable) {
     std::fprintf(stderr, "FATAL: libtessera not loaded\n");
     return 100;

@@ -9,6 +9,8 @@
 #     conformance and stress ones under the hardened libtessera-secure.so
 #     (lib.<name>.secure); --expect-tessera makes them fail if the preload
 #     did not take effect;
+#   - the same programs linked fully static with libtessera.a
+#     (lib.<name>.static);
 #   - tools.run_cli: `tessera run` end to end (verify_run_cli.sh).
 set(VERIFY_API_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn
     api_stats api_options api_heaps api_rss)
@@ -44,6 +46,32 @@ if(TARGET tessera_secure)
     set_tests_properties(lib.${name}.secure PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
       ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
   endforeach()
+endif()
+
+# Fully static programs (-static: glibc's own malloc must stay out, and
+# libtessera must initialise without the dynamic loader), when this
+# machine has the static C library.
+include(CheckCSourceCompiles)
+set(CMAKE_REQUIRED_LINK_OPTIONS -static)
+check_c_source_compiles("int main(void) { return 0; }" VERIFY_HAVE_STATIC_LIBC)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
+if(VERIFY_HAVE_STATIC_LIBC)
+  foreach(name api_std api_cxx api_mt_stress api_fork api_thread_churn)
+    if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
+      set(src ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
+    else()
+      set(src ${CMAKE_CURRENT_SOURCE_DIR}/${name}.cpp)
+    endif()
+    add_executable(verify_${name}_static ${src})
+    target_include_directories(verify_${name}_static PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+    target_compile_options(verify_${name}_static PRIVATE -fno-builtin)
+    target_link_options(verify_${name}_static PRIVATE -static)
+    target_link_libraries(verify_${name}_static PRIVATE tessera_static Threads::Threads)
+    add_test(NAME lib.${name}.static COMMAND verify_${name}_static --expect-tessera)
+    set_tests_properties(lib.${name}.static PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+  endforeach()
+else()
+  message(STATUS "verify: no static libc (libc6-dev's libc.a): lib.api_*.static tests not built")
 endif()
 
 # `tessera run`, end to end, with a small allocating program to run.
