@@ -59,6 +59,29 @@ static void check_single_calls(void) {
   free(p);
 }
 
+/* Every small malloc is either a fast-path hit or a miss, exactly once. */
+static void check_fast_path_split(void) {
+  API_GROUP("fast path hits + misses");
+  enum { N = 1000 };
+  static void *blocks[N];
+  tes_stats_get(&s0);
+  for (int i = 0; i < N; i++) blocks[i] = malloc(16 + (size_t)(i % 8) * 16);
+  tes_stats_get(&s1);
+  CHECK(DELTA(fast_path_hits) + DELTA(fast_path_misses) == N, "hits +%" PRId64 " misses +%" PRId64 " for %d small mallocs",
+        DELTA(fast_path_hits), DELTA(fast_path_misses), N);
+  CHECK(DELTA(malloc_calls) == N, "malloc_calls +%" PRId64 ", want %d", DELTA(malloc_calls), N);
+  for (int i = 0; i < N; i++) free(blocks[i]);
+  /* Same sizes again: the pages are warm, nearly all hits. */
+  tes_stats_get(&s0);
+  for (int i = 0; i < N; i++) blocks[i] = malloc(16 + (size_t)(i % 8) * 16);
+  tes_stats_get(&s1);
+  CHECK(DELTA(fast_path_hits) + DELTA(fast_path_misses) == N, "second round: hits +%" PRId64 " misses +%" PRId64,
+        DELTA(fast_path_hits), DELTA(fast_path_misses));
+  CHECK(DELTA(fast_path_hits) >= N * 9 / 10, "warm pages: only %" PRId64 " of %d small mallocs hit the fast path",
+        DELTA(fast_path_hits), N);
+  for (int i = 0; i < N; i++) free(blocks[i]);
+}
+
 static void check_call_counters(void) {
   API_GROUP("call counters");
   enum { MALLOCS = 1000, CALLOCS = 100, REALLOCS = 50, FREES = 500 };
@@ -363,6 +386,7 @@ int main(int argc, char **argv) {
   /* Warm up: the first calls may set up the thread's heap. */
   free(malloc(48));
   check_single_calls();
+  check_fast_path_split();
   check_call_counters();
   check_aligned_failed_inplace();
   check_large_and_os();
