@@ -18,7 +18,7 @@
  * fields (prev_units, the FIT_LAST flag) at the same time.
  */
 #include "my_malloc.h"
-#include "fit_internal.h"
+#include "fit_arena.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -128,10 +128,75 @@ static void fit_free_any(const char *who, void *ptr) {
   }
 }
 
-FIT_API void *ff_malloc(size_t size) { return fit_arena_malloc(ready(&fit_ff_arena), size); }
-FIT_API void ff_free(void *ptr) { fit_free_any("ff_free", ptr); }
-FIT_API void *bf_malloc(size_t size) { return fit_arena_malloc(ready(&fit_bf_arena), size); }
-FIT_API void bf_free(void *ptr) { fit_free_any("bf_free", ptr); }
+/* Fast paths: when the arena uses the index its policy normally gets, call
+ * the allocator instantiated for that index (fit_arena.h) so the index
+ * switch folds away; otherwise (naive, or first use) the generic one. */
+static inline __attribute__((always_inline)) void *fit_malloc_on(fit_arena_t *a, size_t size,
+                                                                 fit_index_kind_t kind) {
+  if (__builtin_expect(a->index_kind == kind, 1)) return fit_arena_malloc_k(a, size, kind);
+  return fit_arena_malloc(ready(a), size);
+}
+
+/* Frees ptr here if it is a block of arena a and a uses `kind`; returns 0
+ * when the generic route (fit_free_any) must decide. */
+static inline __attribute__((always_inline)) int fit_free_on(const char *who, void *ptr, fit_arena_t *a,
+                                                             fit_index_kind_t kind) {
+  if (!ptr || (uintptr_t)ptr % FIT_ALIGN != 0 || a->index_kind != kind) return 0;
+  fit_block_t *b = fit_header_of(ptr);
+  if (b->owner != a->id) return 0;
+  if (fit_check_freeable(who, b)) fit_arena_free_k(a, b, kind);
+  return 1;
+}
+
+FIT_API void *ff_malloc(size_t size) { return fit_malloc_on(&fit_ff_arena, size, FIT_INDEX_ADDR_TREE); }
+FIT_API void ff_free(void *ptr) {
+  if (!fit_free_on("ff_free", ptr, &fit_ff_arena, FIT_INDEX_ADDR_TREE)) fit_free_any("ff_free", ptr);
+}
+/* The fast path of best fit on a binned arena (bf_, ts_nolock), in the
+ * manner of mimalloc's: an exact fit is the head of one bin, and a block
+ * whose neighbours are both in use goes straight onto its bin. Everything
+ * else (no exact fit, coalescing, large blocks, bad frees) takes the general
+ * out-of-line path. */
+static inline void *fit_bins_malloc(fit_arena_t *a, size_t size) {
+  if (__builtin_expect(a->index_kind == FIT_INDEX_SIZE_BINS && size < FIT_BIN_LIMIT - FIT_HEADER_SIZE, 1)) {
+    size_t need = (size + FIT_HEADER_SIZE + FIT_ALIGN - 1) & ~(size_t)(FIT_ALIGN - 1);
+    if (need < FIT_MIN_BLOCK) need = FIT_MIN_BLOCK;
+    size_t i = need / FIT_ALIGN;
+    fit_block_t *b = a->bins[i];
+    if (b) {
+      fit_size_index_pop(a, i, b);
+      b->size_flags &= ~FIT_FREE;
+      fit_add_free_bytes(a, -(long)need);
+      return fit_payload(b);
+    }
+  }
+  return fit_arena_malloc(ready(a), size);
+}
+
+/* 1 when ptr, a block of arena a, was freed here; 0 when the general route
+ * (fit_free_any) must take it. */
+static inline int fit_bins_free(void *ptr, fit_arena_t *a) {
+  if (!ptr || (uintptr_t)ptr % FIT_ALIGN != 0 || a->index_kind != FIT_INDEX_SIZE_BINS) return 0;
+  fit_block_t *b = fit_header_of(ptr);
+  uint64_t flags = b->size_flags;
+  size_t size = (size_t)(flags & ~FIT_FLAGS);
+  if (b->owner != a->id || (flags & FIT_FREE) || size < FIT_MIN_BLOCK || size >= FIT_BIN_LIMIT) return 0;
+  fit_block_t *next = (flags & FIT_LAST) ? NULL : fit_next_phys(b);
+  if ((next && fit_is_free(next)) || (b->prev_units && (flags & FIT_PREV_MAYBE_FREE))) {
+    fit_arena_free(a, b); /* coalescing (or a stale hint to check) */
+    return 1;
+  }
+  b->size_flags = (uint64_t)size | FIT_FREE | (flags & FIT_LAST);
+  fit_size_index_insert(a, b);
+  if (next) next->size_flags |= FIT_PREV_MAYBE_FREE;
+  fit_add_free_bytes(a, (long)size);
+  return 1;
+}
+
+FIT_API void *bf_malloc(size_t size) { return fit_bins_malloc(&fit_bf_arena, size); }
+FIT_API void bf_free(void *ptr) {
+  if (!fit_bins_free(ptr, &fit_bf_arena)) fit_free_any("bf_free", ptr);
+}
 
 FIT_API void *ts_malloc_lock(size_t size) {
   pthread_mutex_lock(&fit_locked_mutex);
@@ -182,9 +247,12 @@ FIT_API void *ts_malloc_nolock(size_t size) {
   fit_arena_t *a = fit_my_arena;
   if (__builtin_expect(!a, 0) && !(a = fit_claim_thread_arena())) return ts_malloc_lock(size);
   fit_drain_remote(a);
-  return fit_arena_malloc(a, size);
+  return fit_bins_malloc(a, size);
 }
-FIT_API void ts_free_nolock(void *ptr) { fit_free_any("ts_free_nolock", ptr); }
+FIT_API void ts_free_nolock(void *ptr) {
+  fit_arena_t *mine = fit_my_arena;
+  if (!mine || !fit_bins_free(ptr, mine)) fit_free_any("ts_free_nolock", ptr);
+}
 
 FIT_API unsigned long get_data_segment_size(void) { return fit_brk_segment_bytes(); }
 

@@ -67,6 +67,13 @@ static inline void fit_size_index_remove(fit_arena_t *a, fit_block_t *b, size_t 
   if (next) fit_links(next)->a = prev;
 }
 
+/* Takes the head b of non-empty bin i (an exact fit: bf_malloc's fast path). */
+static inline void fit_size_index_pop(fit_arena_t *a, size_t i, fit_block_t *b) {
+  fit_block_t *next = fit_links(b)->b;
+  a->bins[i] = next;
+  if (!next) bin_unmark(a, i);
+}
+
 /* Smallest non-empty bin >= i, or FIT_BIN_COUNT. */
 static inline size_t bin_search(const fit_arena_t *a, size_t i) {
   size_t w = i >> 6;
