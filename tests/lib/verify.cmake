@@ -9,6 +9,8 @@
 #     conformance and stress ones under the hardened libtessera-secure.so
 #     (lib.<name>.secure); --expect-tessera makes them fail if the preload
 #     did not take effect;
+#   - the conformance and stress programs with eager purging
+#     (lib.<name>.eager_purge: TESSERA_PURGE_DELAY_MS=0, SEGMENT_CACHE=0);
 #   - the same programs linked fully static with libtessera.a
 #     (lib.<name>.static);
 #   - tools.run_cli: `tessera run` end to end (verify_run_cli.sh).
@@ -47,6 +49,14 @@ if(TARGET tessera_secure)
       ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
   endforeach()
 endif()
+
+# Eager purging (no delay, no segment cache): a page purged or a segment
+# unmapped while a block in it is still live shows up as a pattern mismatch.
+foreach(name api_std api_mt_stress)
+  add_test(NAME lib.${name}.eager_purge COMMAND verify_${name}_plain --expect-tessera)
+  set_tests_properties(lib.${name}.eager_purge PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_shared>;TESSERA_PURGE_DELAY_MS=0;TESSERA_SEGMENT_CACHE=0")
+endforeach()
 
 # Fully static programs (-static: glibc's own malloc must stay out, and
 # libtessera must initialise without the dynamic loader), when this
