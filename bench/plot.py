@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 import matplotlib.ticker  # noqa: E402
 
 
-def read_runs(path):
+def read_runs(path, metric="work"):
     rows = {}  # (label) -> {allocator: {"time": [], "rss": [], "failed": bool}}
     order, allocators = [], []
     with open(path, newline="") as f:
@@ -47,7 +47,12 @@ def read_runs(path):
             if rec["status"] != "ok":
                 cell["failed"] = True
                 continue
-            t = rec["work_s"] or rec["wall_s"]
+            if metric == "cpu":
+                t = rec["cpu_s"]
+            elif metric == "wall":
+                t = rec["wall_s"]
+            else:
+                t = rec["work_s"] or rec["wall_s"]
             cell["time"].append(float(t))
             cell["rss"].append(float(rec["peak_rss_kib"]) / 1024.0)
     return order, allocators, rows
@@ -100,7 +105,7 @@ def grouped_bars(ax, labels, allocators, value_of, log=True):
     ax.legend(fontsize=8, ncol=min(5, len(allocators)))
 
 
-def time_ratio_chart(out, order, allocators, rows, baseline):
+def time_ratio_chart(out, order, allocators, rows, baseline, metric):
     def ratio(label, alloc):
         cell, base = rows[label].get(alloc), rows[label].get(baseline)
         if not cell or not base or cell["failed"] or base["failed"]:
@@ -121,7 +126,7 @@ def time_ratio_chart(out, order, allocators, rows, baseline):
             if cell and cell["failed"]:
                 x = j + (i - (len(allocators) - 1) / 2) * (0.8 / len(allocators))
                 ax.text(x, 1.0, "fail", rotation=90, fontsize=7, color="red", ha="center", va="bottom")
-    ax.set_ylabel("median time / %s (log scale; lower is faster)" % baseline)
+    ax.set_ylabel("median %s time / %s (log scale; lower is faster)" % (metric, baseline))
     ax.set_title("Time relative to %s, per workload" % baseline)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
@@ -175,19 +180,21 @@ def footprint_chart(out, series_path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--baseline", default="system")
+    parser.add_argument("--metric", choices=("work", "wall", "cpu"), default="work",
+                        help="time compared: measured region (default), process wall, or CPU")
     parser.add_argument("dir")
     args = parser.parse_args()
     results = os.path.join(args.dir, "results.csv")
     if not os.path.exists(results):
         print("plot.py: %s does not exist" % results, file=sys.stderr)
         return 2
-    order, allocators, rows = read_runs(results)
+    order, allocators, rows = read_runs(results, args.metric)
     allocators = ordered(allocators)
     if not order:
         print("plot.py: %s has no runs" % results, file=sys.stderr)
         return 2
     if args.baseline in allocators:
-        time_ratio_chart(os.path.join(args.dir, "time_ratios.png"), order, allocators, rows, args.baseline)
+        time_ratio_chart(os.path.join(args.dir, "time_ratios.png"), order, allocators, rows, args.baseline, args.metric)
     else:
         print("plot.py: baseline %s has no runs; no time-ratio chart" % args.baseline, file=sys.stderr)
     rss_chart(os.path.join(args.dir, "peak_rss.png"), order, allocators, rows)

@@ -3,7 +3,7 @@
  *   tessera bench [--quick|--full] [--allocators a,b] [--workloads x,y]
  *                 [--runs N] [--baseline NAME] [--allocator NAME=PATH.so]
  *                 [--threads N,M] [--scale F] [--timeout S] [--no-charts]
- *                 [--out DIR] [--list] [--from DIR]
+ *                 [--out DIR] [--list] [--from DIR] [--metric work|wall|cpu]
  *
  * This file is the orchestration only: it turns the catalog
  * (bench/runner/bench_catalog.c) into rows — one per workload and thread
@@ -63,6 +63,7 @@ typedef struct bench_config_s {
   const char *out_root;
   const char *from_dir;
   int list;
+  bench_metric_t metric;
   bench_allocator_t custom[MAX_ALLOCS];
   size_t n_custom;
 } bench_config_t;
@@ -116,6 +117,8 @@ static void usage(FILE *out) {
           "  --out DIR            results root (default: bench-results); results go to\n"
           "                       DIR/<timestamp>/ and DIR/latest points at them\n"
           "  --from DIR           rebuild the report of DIR/results.csv, run nothing\n"
+          "  --metric M           time the ratios compare: work (the workload's measured\n"
+          "                       region, else wall; default), wall, or cpu (user+sys)\n"
           "  --list               list workloads, allocators and trace sets\n");
 }
 
@@ -183,6 +186,11 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
         c->out_root = v;
       } else if (!strcmp(a, "--from")) {
         c->from_dir = v;
+      } else if (!strcmp(a, "--metric")) {
+        if (bench_metric_parse(v, &c->metric)) {
+          fprintf(stderr, "tessera bench: --metric wants work, wall or cpu, not '%s'\n", v);
+          return -1;
+        }
       } else if (!strcmp(a, "--threads")) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s", v);
@@ -608,7 +616,8 @@ done:
  * that exist in dir. Writes charts.txt saying what was drawn or why not (the
  * tests read it); with --no-charts an existing charts.txt is left alone, so
  * `--from DIR --no-charts` keeps the record of an earlier drawing. */
-static size_t draw_charts(const char *dir, const char *baseline, int wanted, char charts[][64], size_t max) {
+static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t metric, int wanted, char charts[][64],
+                          size_t max) {
   static const char *const names[] = {"time_ratios.png", "peak_rss.png", "footprint_rss.png"};
   char log[PATH_MAX], python[PATH_MAX], why[PATH_MAX + 128], path[PATH_MAX];
   snprintf(log, sizeof log, "%s/plot.log", dir);
@@ -622,8 +631,8 @@ static size_t draw_charts(const char *dir, const char *baseline, int wanted, cha
     if (note) fprintf(note, "skipped: matplotlib unavailable: %s\n", why);
   } else {
     char cmd[4 * PATH_MAX];
-    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/plot.py' --baseline '%s' '%s'", python, bench_source_dir(), baseline,
-             dir);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/plot.py' --baseline '%s' --metric %s '%s'", python, bench_source_dir(),
+             baseline, bench_metric_name(metric), dir);
     int st = run_logged(cmd, log);
     if (st != 0) {
       printf("charts: bench/plot.py failed (status %d); see %s\n", st, log);
@@ -666,7 +675,8 @@ static int read_machine_field(const char *dir, const char *key, char *out, size_
   return found;
 }
 
-static int write_reports(const char *dir, const char *command, const char *baseline, int charts_wanted) {
+static int write_reports(const char *dir, const char *command, const char *baseline, bench_metric_t metric,
+                         int charts_wanted) {
   char path[PATH_MAX], err[PATH_MAX + 128], machine[512], date[64];
   snprintf(path, sizeof path, "%s/results.csv", dir);
   bench_record_t *recs;
@@ -676,7 +686,7 @@ static int write_reports(const char *dir, const char *command, const char *basel
     return -1;
   }
   bench_table_t table;
-  if (bench_table_build(recs, n, baseline, &table)) {
+  if (bench_table_build_metric(recs, n, baseline, metric, &table)) {
     fprintf(stderr, "tessera bench: out of memory building the report\n");
     free(recs);
     return -1;
@@ -686,7 +696,7 @@ static int write_reports(const char *dir, const char *command, const char *basel
 
   char charts[8][64];
   const char *chart_names[8];
-  size_t n_charts = draw_charts(dir, baseline, charts_wanted, charts, 8);
+  size_t n_charts = draw_charts(dir, baseline, metric, charts_wanted, charts, 8);
   for (size_t i = 0; i < n_charts; i++) chart_names[i] = charts[i];
 
   time_t now = time(NULL);
@@ -762,13 +772,13 @@ int cmd_bench(int argc, char **argv) {
     int found = read_machine_field(c.from_dir, "command", original, sizeof original);
     measured_date[0] = '\0';
     read_machine_field(c.from_dir, "date", measured_date, sizeof measured_date);
-    if (!found) return write_reports(c.from_dir, command, c.baseline, c.charts) ? 1 : 0;
+    if (!found) return write_reports(c.from_dir, command, c.baseline, c.metric, c.charts) ? 1 : 0;
     if (n_notes < MAX_NOTES) {
       char note[2100];
       snprintf(note, sizeof note, "report rebuilt from results.csv by: %s", command);
       notes[n_notes++] = strdup(note);
     }
-    return write_reports(c.from_dir, original, c.baseline, c.charts) ? 1 : 0;
+    return write_reports(c.from_dir, original, c.baseline, c.metric, c.charts) ? 1 : 0;
   }
 
   printf("tessera bench: %s\n", c.quick == 1 ? "quick smoke run" : c.quick == -1 ? "full suite" : "default suite");
@@ -913,7 +923,7 @@ int cmd_bench(int argc, char **argv) {
   fclose(failures);
   printf("%zu runs in %.0f s, %zu failed\n", done, (double)time(NULL) - suite_start, failed);
 
-  int rc = write_reports(dir, command, c.baseline, c.charts);
+  int rc = write_reports(dir, command, c.baseline, c.metric, c.charts);
   point_latest(c.out_root, stamp);
   printf("\nresults: %s/ (results.csv, results.json, report.md, machine.txt, charts)\n", dir);
   return rc ? 1 : 0;

@@ -73,7 +73,13 @@ static int geomean_over(const bench_table_t *t, size_t a, const char *group, dou
 }
 
 int bench_table_build(const bench_record_t *recs, size_t n, const char *baseline, bench_table_t *t) {
+  return bench_table_build_metric(recs, n, baseline, BENCH_METRIC_WORK, t);
+}
+
+int bench_table_build_metric(const bench_record_t *recs, size_t n, const char *baseline, bench_metric_t metric,
+                             bench_table_t *t) {
   memset(t, 0, sizeof *t);
+  t->metric = metric;
   t->baseline = -1;
   t->rows = calloc(n ? n : 1, sizeof *t->rows);
   t->allocs = calloc(n ? n : 1, sizeof *t->allocs);
@@ -144,7 +150,7 @@ int bench_table_build(const bench_record_t *recs, size_t n, const char *baseline
           continue;
         }
         c->ok++;
-        time[m] = bench_record_time(rec);
+        time[m] = bench_record_metric(rec, metric);
         cpu[m] = rec->cpu_s;
         rss[m] = rec->peak_rss_kib >= 0 ? (double)rec->peak_rss_kib : NAN;
         m++;
@@ -184,6 +190,15 @@ oom:
  * its ratio deserves less trust (a busy machine, or a bimodal workload). */
 static int noisy(const bench_cell_t *c) {
   return c->time.n > 1 && c->time.median > 0 && (c->time.max - c->time.min) / c->time.median > BENCH_NOISY;
+}
+
+static const char *metric_text(bench_metric_t metric) {
+  switch (metric) {
+    case BENCH_METRIC_WALL: return "Time is the whole process's wall time (`--metric wall`).";
+    case BENCH_METRIC_CPU: return "Time is the process's user+sys CPU time (`--metric cpu`).";
+    case BENCH_METRIC_WORK: break;
+  }
+  return "Time is the workload's measured region (`work_s`) where it reports one, else the process wall time.";
 }
 
 /* Formats a cell for the ratio tables; returns buf. */
@@ -240,10 +255,10 @@ void bench_table_print(FILE *out, const bench_table_t *t) {
     if ((int)strlen(t->rows[r].label) + 1 > label_w) label_w = (int)strlen(t->rows[r].label) + 1;
   char buf[96];
   if (t->baseline >= 0)
-    fprintf(out, "\nCells: time ratio / peak-RSS ratio against %s (below 1.00 is better);\n"
+    fprintf(out, "\nCells (%s time): time ratio / peak-RSS ratio against %s (below 1.00 is better);\n"
                  "the %s column shows its median time and peak RSS; ~ marks a ratio whose\n"
                  "runs spread by more than 25%% of their median (noisy).\n\n",
-            t->allocs[t->baseline], t->allocs[t->baseline]);
+            bench_metric_name(t->metric), t->allocs[t->baseline], t->allocs[t->baseline]);
   fprintf(out, "%-*s", label_w, "workload");
   for (size_t a = 0; a < t->n_allocs; a++) fprintf(out, " %*s", cell_w, t->allocs[a]);
   fputc('\n', out);
@@ -267,9 +282,8 @@ int bench_write_markdown(const char *path, const bench_table_t *t, const bench_r
   if (t->baseline >= 0) fprintf(f, "- Baseline: %s\n", t->allocs[t->baseline]);
   fprintf(f, "\n## Ratios against the baseline\n\n");
   fprintf(f, "Each cell: median time ratio / median peak-RSS ratio (below 1.00 is better). "
-             "The baseline column gives its own medians. Time is the workload's measured region "
-             "(`work_s`) where it reports one, else the process wall time. `~` marks a ratio where "
-             "either side's runs spread by more than 25%% of their median.\n\n");
+             "The baseline column gives its own medians. %s `~` marks a ratio where "
+             "either side's runs spread by more than 25%% of their median.\n\n", metric_text(t->metric));
   fprintf(f, "| workload |");
   for (size_t a = 0; a < t->n_allocs; a++) fprintf(f, " %s |", t->allocs[a]);
   fprintf(f, "\n|---|");
@@ -362,6 +376,8 @@ int bench_write_json(const char *path, const bench_record_t *recs, size_t n, con
   json_string(f, info->date);
   fprintf(f, ",\n  \"machine\": ");
   json_string(f, info->machine);
+  fprintf(f, ",\n  \"metric\": ");
+  json_string(f, bench_metric_name(t->metric));
   fprintf(f, ",\n  \"baseline\": ");
   if (t->baseline >= 0) json_string(f, t->allocs[t->baseline]);
   else fputs("null", f);

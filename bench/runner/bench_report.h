@@ -20,7 +20,7 @@ typedef struct bench_cell_s {
   int ok;                /* of which completed */
   int skipped;           /* of which skipped (program not installed) */
   char failure[BENCH_STATUS_MAX]; /* status of the first failed run, "" if none */
-  bench_summary_t time;  /* seconds (work_s, else wall), ok runs only */
+  bench_summary_t time;  /* seconds under the table's metric, ok runs only */
   bench_summary_t cpu;   /* seconds */
   bench_summary_t rss;   /* KiB */
   double time_ratio;     /* median time / baseline's median time (NAN if n/a) */
@@ -43,6 +43,7 @@ typedef struct bench_table_s {
   size_t *geo_rows;               /* rows that entered each geometric mean */
   double *seed_time, *seed_rss;   /* the same over the seed allocator's six rows (group "seed") */
   size_t *seed_rows;
+  bench_metric_t metric;          /* which time the cells and ratios use */
 } bench_table_t;
 
 typedef struct bench_report_info_s {
@@ -58,6 +59,9 @@ typedef struct bench_report_info_s {
 /* Builds the table; returns 0, or -1 when out of memory. baseline may name
  * an allocator that is absent from the records (then no ratios). */
 int bench_table_build(const bench_record_t *recs, size_t n, const char *baseline, bench_table_t *t);
+/* The same, comparing another time (bench_table_build uses BENCH_METRIC_WORK). */
+int bench_table_build_metric(const bench_record_t *recs, size_t n, const char *baseline, bench_metric_t metric,
+                             bench_table_t *t);
 void bench_table_free(bench_table_t *t);
 
 static inline bench_cell_t *bench_cell(const bench_table_t *t, size_t row, size_t alloc) {

@@ -24,6 +24,27 @@ double bench_record_time(const bench_record_t *r) {
   return isnan(r->work_s) ? r->wall_s : r->work_s;
 }
 
+double bench_record_metric(const bench_record_t *r, bench_metric_t metric) {
+  switch (metric) {
+    case BENCH_METRIC_WALL: return r->wall_s;
+    case BENCH_METRIC_CPU: return r->cpu_s;
+    case BENCH_METRIC_WORK: break;
+  }
+  return bench_record_time(r);
+}
+
+const char *bench_metric_name(bench_metric_t metric) {
+  return metric == BENCH_METRIC_WALL ? "wall" : metric == BENCH_METRIC_CPU ? "cpu" : "work";
+}
+
+int bench_metric_parse(const char *name, bench_metric_t *metric) {
+  if (!strcmp(name, "work")) *metric = BENCH_METRIC_WORK;
+  else if (!strcmp(name, "wall")) *metric = BENCH_METRIC_WALL;
+  else if (!strcmp(name, "cpu")) *metric = BENCH_METRIC_CPU;
+  else return -1;
+  return 0;
+}
+
 int bench_record_ok(const bench_record_t *r) { return strcmp(r->status, "ok") == 0; }
 
 void bench_csv_write_header(FILE *out) { fprintf(out, "%s\n", BENCH_CSV_HEADER); }

@@ -41,6 +41,21 @@ int bench_valid_name(const char *s);
  * the process wall time. */
 double bench_record_time(const bench_record_t *r);
 
+/* Which time a report compares. */
+typedef enum bench_metric_e {
+  BENCH_METRIC_WORK, /* work_s when reported, else wall_s (the default) */
+  BENCH_METRIC_WALL, /* whole-process wall time */
+  BENCH_METRIC_CPU   /* user + sys CPU time: steadier on a loaded machine,
+                        but blind to time spent waiting (locks, yields) */
+} bench_metric_t;
+
+/* The record's time under a metric (NAN when absent). */
+double bench_record_metric(const bench_record_t *r, bench_metric_t metric);
+
+/* "work", "wall", "cpu" <-> metric; parse returns -1 for anything else. */
+const char *bench_metric_name(bench_metric_t metric);
+int bench_metric_parse(const char *name, bench_metric_t *metric);
+
 /* 1 when the run completed (status "ok"). */
 int bench_record_ok(const bench_record_t *r);
 

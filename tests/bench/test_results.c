@@ -205,6 +205,20 @@ static void test_table(void) {
   unlink(md);
   bench_table_free(&t);
 
+  /* --metric cpu compares CPU time: mimalloc used a quarter of system's. */
+  r[0].cpu_s = r[2].cpu_s = r[4].cpu_s = 0.25;
+  r[1].cpu_s = r[3].cpu_s = r[5].cpu_s = 1.0;
+  CHECK(bench_table_build_metric(r, 6, "system", BENCH_METRIC_CPU, &t) == 0);
+  CHECK(t.metric == BENCH_METRIC_CPU && close_to(bench_cell(&t, 0, 1)->time_ratio, 0.25));
+  bench_table_free(&t);
+  CHECK(bench_table_build_metric(r, 6, "system", BENCH_METRIC_WALL, &t) == 0);
+  CHECK(close_to(bench_cell(&t, 0, 1)->time.median, 0.501) && close_to(bench_cell(&t, 0, 0)->time.median, 1.001));
+  bench_table_free(&t);
+  bench_metric_t m;
+  CHECK(bench_metric_parse("cpu", &m) == 0 && m == BENCH_METRIC_CPU && !strcmp(bench_metric_name(m), "cpu"));
+  CHECK(bench_metric_parse("work", &m) == 0 && m == BENCH_METRIC_WORK);
+  CHECK(bench_metric_parse("CPU", &m) == -1 && bench_metric_parse("", &m) == -1);
+
   /* A baseline without runs: the table still builds, without ratios. */
   CHECK(bench_table_build(r, 2, "jemalloc", &t) == 0);
   CHECK(t.baseline == -1 && isnan(bench_cell(&t, 0, 0)->time_ratio));
