@@ -861,7 +861,10 @@ int cmd_bench(int argc, char **argv) {
       for (size_t k = 0; k < n_allocs; k++) {
         const bench_allocator_t *al = &allocs[(k + (size_t)run + j) % n_allocs];
         if (tty) {
-          printf("\r[%3zu/%zu] run %d/%d  %-18s %-10s", done + 1, total, run, c.runs, job->label, al->name);
+          double elapsed = (double)time(NULL) - suite_start;
+          printf("\r[%3zu/%zu] run %d/%d  %-22s %-10s", done + 1, total, run, c.runs, job->label, al->name);
+          if (done >= n_allocs && elapsed > 0)
+            printf(" ~%.0f s left ", elapsed / (double)done * (double)(total - done));
           fflush(stdout);
         }
         bench_spawn_t spec = {job->argv, al->path[0] ? al->path : NULL, c.timeout_s,
@@ -893,7 +896,7 @@ int cmd_bench(int argc, char **argv) {
           snprintf(skip_reason, sizeof skip_reason, "%s", why);
         } else if (!bench_record_ok(&rec)) {
           failed++;
-          if (tty) printf("\r%*s\r", 70, "");
+          if (tty) printf("\r%*s\r", 78, "");
           printf("  FAIL %s under %s: %s%s%s\n", job->label, al->name, o.status, why[0] ? " -- " : "", why);
           fprintf(failures, "== %s under %s, run %d: %s\n%s\n", job->label, al->name, run, o.status, o.err);
           fflush(failures);
@@ -908,7 +911,7 @@ int cmd_bench(int argc, char **argv) {
         bench_outcome_free(&o);
         done++;
       }
-      if (tty) printf("\r%*s\r", 70, "");
+      if (tty) printf("\r%*s\r", 78, "");
       if (skipped_here) {
         job->dropped = 1;
         add_note("%s: %s", job->label, skip_reason[0] ? skip_reason : "the workload reported it cannot run here");
