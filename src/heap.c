@@ -330,9 +330,14 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
   size += TES_PADDING;
   if (size > TES_MEDIUM_BLOCK_MAX) return tes_large_alloc(heap, requested, 0, zero);
 #endif
-  heap_deferred(heap);
   unsigned c = tes_class_of(size);
-  tes_page_t *page = find_page(heap, c);
+  tes_page_t *page = heap->queues[c].first;
+  if (page == NULL || page->free == NULL) {
+    /* Out of blocks at the head of the class: the real slow path. */
+    heap_deferred(heap);
+    page = find_page(heap, c);
+    heap->counters.slow_allocs++;
+  }
   if (tes_unlikely(page == NULL)) {
     heap->counters.malloc_failed++;
     errno = ENOMEM;
@@ -341,7 +346,6 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
   tes_block_t *block = page->free;
   page->free = tes_block_next(page, block);
   page->used++;
-  heap->counters.slow_allocs++;
   if (zero) {
     if (page->free_is_zero) block->next = NULL;
     else memset(block, 0, page->block_size);

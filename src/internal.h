@@ -132,6 +132,7 @@ struct tes_segment_s {
   uint32_t page_count;         /* descriptors in pages[] */
   uint32_t used_pages;         /* pages handed to the heap */
   uint64_t free_mask;          /* bit i: page i is free (never bit 0) */
+  uint64_t dirty_mask;         /* bit i: page i is free and not purged yet */
   size_t size;                 /* bytes mapped (multiple of 4 MiB) */
   size_t purged_bytes;         /* bytes given back to the OS (for `committed`) */
   struct tes_heap_s *heap;     /* owner heap (small/medium) */
@@ -139,7 +140,7 @@ struct tes_segment_s {
   tes_segment_t *free_next, *free_prev; /* heap's segments with free pages */
   bool in_free_list;
   bool cache_purged;
-  int64_t cache_expire;
+  int64_t cache_expire;         /* ms clock when it entered the cache */
   size_t large_offset;         /* large: block start offset */
   size_t dirty_end;            /* bytes from the start that may be non-zero */
   uintptr_t cookie;            /* secure: proves the header is ours */

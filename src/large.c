@@ -69,6 +69,7 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
     return NULL;
   }
   size_t usable = round_up(size + TES_PADDING, page_size);
+  if (usable == 0) usable = page_size; /* aligned_alloc(big, 0) still gets a block */
   size_t offset = TES_LARGE_OFFSET;
   if (alignment > offset) offset = alignment;
   size_t total = round_up(offset + usable + (TES_SECURE ? page_size : 0), TES_SEGMENT_SIZE);
@@ -83,7 +84,9 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
   seg->size = seg_size;
   seg->dirty_end = dirty;
   if (purged) tes_os_commit_note((int64_t)purged); /* the whole span counts as committed again */
-  purge_tail(seg, offset + usable);
+  /* A reused segment may still hold a previous, longer block's dirty tail:
+   * it is given back when the segment next idles in the cache (purge delay),
+   * not here, so reuse costs no system call. */
   if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
   seg->page_shift = 63;
   seg->kind = TES_SEG_LARGE;

@@ -4,10 +4,18 @@
 // go to the tes_* functions, so C++ programs get the same fast paths.
 // Failure follows the standard: call the installed new_handler and retry;
 // without one, the throwing forms throw std::bad_alloc and the nothrow forms
-// return nullptr. libstdc++ is only used for bad_alloc and the handler, never
-// for allocation.
+// return nullptr.
+//
+// The library does not link libstdc++: a C program preloading libtessera
+// would otherwise map all of it (about 1.3 MiB more RSS per process). The
+// two libstdc++ functions needed (std::get_new_handler and
+// std::__throw_bad_alloc) are weak references; in a C++ program, the only
+// kind that calls operator new, libstdc++ is loaded and they resolve.
+// Compiled with -fno-exceptions: we throw through libstdc++'s own function
+// and never catch, so no personality routine is needed.
 #include <cerrno>
 #include <cstddef>
+#include <cstdlib>
 #include <new>
 
 extern "C" {
@@ -15,6 +23,10 @@ void *tes_malloc(std::size_t size);
 void tes_free(void *p);
 void *tes_aligned_alloc(std::size_t alignment, std::size_t size);
 }
+
+// libstdc++'s std::get_new_handler() and std::__throw_bad_alloc(), weakly.
+extern std::new_handler tes_cxx_get_new_handler() __asm__("_ZSt15get_new_handlerv") __attribute__((weak));
+[[noreturn]] extern void tes_cxx_throw_bad_alloc() __asm__("_ZSt17__throw_bad_allocv") __attribute__((weak));
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -24,27 +36,33 @@ void *allocate(std::size_t size, std::size_t alignment) {
   return alignment <= 16 ? tes_malloc(size) : tes_aligned_alloc(alignment, size);
 }
 
+std::new_handler current_handler() { return tes_cxx_get_new_handler ? tes_cxx_get_new_handler() : nullptr; }
+
+[[noreturn]] void throw_bad_alloc() {
+  if (tes_cxx_throw_bad_alloc) tes_cxx_throw_bad_alloc();
+  std::abort(); /* operator new called without libstdc++ in the process */
+}
+
 void *allocate_or_throw(std::size_t size, std::size_t alignment) {
   void *p = allocate(size, alignment);
   while (__builtin_expect(p == nullptr, 0)) {
-    std::new_handler handler = std::get_new_handler();
-    if (handler == nullptr) throw std::bad_alloc();
+    std::new_handler handler = current_handler();
+    if (handler == nullptr) throw_bad_alloc();
     handler();
     p = allocate(size, alignment);
   }
   return p;
 }
 
+/* A handler that throws bad_alloc from a nothrow new would make it throw;
+ * the standard's nothrow new returns nullptr then. Without catching (no
+ * libstdc++ personality routine here) we call the handler only once. */
 void *allocate_nothrow(std::size_t size, std::size_t alignment) noexcept {
   void *p = allocate(size, alignment);
-  while (__builtin_expect(p == nullptr, 0)) {
-    std::new_handler handler = std::get_new_handler();
+  if (__builtin_expect(p == nullptr, 0)) {
+    std::new_handler handler = current_handler();
     if (handler == nullptr) return nullptr;
-    try {
-      handler();
-    } catch (...) {
-      return nullptr;
-    }
+    handler();
     p = allocate(size, alignment);
   }
   return p;

@@ -24,7 +24,7 @@ static tes_lock_t cache_lock = TES_LOCK_INIT;
 static tes_segment_t *cache_first;
 static size_t cache_count, cache_bytes;
 static _Atomic bool cache_has_dirty;
-#define CACHE_MAX_BYTES ((size_t)256 << 20)
+#define CACHE_MAX_BYTES ((size_t)1 << 30)
 
 static tes_lock_t segments_lock_ = TES_LOCK_INIT;
 tes_segment_t *tes_segments_all;
@@ -99,7 +99,9 @@ tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment
 static void purge_cached(tes_segment_t *seg) {
   /* Keep the first OS page: it holds the cache links. */
   size_t keep = tes_os_page_size();
-  bool zero = tes_os_purge((uint8_t *)seg + keep, seg->size - keep, tes_opt(TES_OPTION_PURGE_DECOMMIT) != 0);
+  size_t end = (seg->dirty_end + keep - 1) & ~(keep - 1); /* nothing beyond was ever touched */
+  if (end > seg->size) end = seg->size;
+  bool zero = end <= keep || tes_os_purge((uint8_t *)seg + keep, end - keep, tes_opt(TES_OPTION_PURGE_DECOMMIT) != 0);
   tes_os_commit_note(-(int64_t)(seg->size - keep - seg->purged_bytes));
   seg->purged_bytes = seg->size - keep;
   seg->cache_purged = true;
@@ -111,7 +113,7 @@ void tes_cache_put(tes_segment_t *seg) {
   long delay = tes_opt(TES_OPTION_PURGE_DELAY_MS);
   size_t limit = (size_t)tes_opt(TES_OPTION_SEGMENT_CACHE);
   seg->cache_purged = false;
-  seg->cache_expire = tes_os_clock_ms() + delay;
+  seg->cache_expire = tes_os_clock_ms(); /* when it was freed */
   if (delay <= 0) purge_cached(seg);
   tes_segment_t *evict = NULL;
   tes_lock(&cache_lock);
@@ -160,10 +162,11 @@ void tes_cache_purge(bool force) {
     return;
   }
   int64_t now = tes_os_clock_ms();
+  int64_t delay = tes_opt(TES_OPTION_PURGE_DELAY_MS);
   bool dirty_left = false;
   for (tes_segment_t *s = cache_first; s != NULL; s = s->next) {
     if (s->cache_purged) continue;
-    if (s->cache_expire <= now) purge_cached(s);
+    if (now - s->cache_expire >= delay) purge_cached(s);
     else dirty_left = true;
   }
   atomic_store(&cache_has_dirty, dirty_left);
@@ -302,8 +305,12 @@ tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
     seg = tes_segment_alloc(heap, kind);
     if (seg == NULL) return NULL;
   }
-  unsigned idx = (unsigned)__builtin_ctzll(seg->free_mask);
+  /* Prefer a page retired recently and not purged yet: reusing it costs no
+   * page faults (and cancels its purge). */
+  uint64_t candidates = seg->free_mask & seg->dirty_mask;
+  unsigned idx = (unsigned)__builtin_ctzll(candidates ? candidates : seg->free_mask);
   seg->free_mask &= ~((uint64_t)1 << idx);
+  seg->dirty_mask &= ~((uint64_t)1 << idx);
   seg->used_pages++;
   if (seg->free_mask == 0) {
     if (seg->free_prev) seg->free_prev->free_next = seg->free_next;
@@ -322,6 +329,7 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
   page->in_use = 0;
   page->mem_zero = 0;
   seg->free_mask |= (uint64_t)1 << page->index;
+  seg->dirty_mask |= (uint64_t)1 << page->index;
   seg->used_pages--;
   if (seg->used_pages == 0) {
     for (uint32_t i = 1; i < seg->page_count; i++) tes_heap_purge_cancel(heap, &seg->pages[i]);
@@ -347,6 +355,7 @@ void tes_segment_purge_page(tes_page_t *page) {
   bool zero = tes_os_purge(start, page_size, tes_opt(TES_OPTION_PURGE_DECOMMIT) != 0);
   page->purged = 1;
   page->mem_zero = zero;
+  seg->dirty_mask &= ~((uint64_t)1 << page->index);
   seg->purged_bytes += page_size;
   tes_os_commit_note(-(int64_t)page_size);
 }
