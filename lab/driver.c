@@ -354,6 +354,9 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
   }
   current_trace = t;
   current_policy = pol->name;
+  size_t every = cfg->check_every;
+  if (every && cfg->check_budget && t->num_ops / cfg->check_budget > every)
+    every = (t->num_ops + cfg->check_budget - 1) / cfg->check_budget;
   int rc = 0;
   for (size_t i = 0; i < t->num_ops && rc == 0; i++) {
     current_op = i;
@@ -413,7 +416,7 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
       break;
     }
     }
-    if (rc == 0 && pol->check && cfg->check_every && (i + 1) % cfg->check_every == 0 &&
+    if (rc == 0 && pol->check && every && (i + 1) % every == 0 &&
         pol->check(check_err, sizeof check_err) != 0)
       rc = op_error(out, t, i, "heap check failed after this op: %s", check_err);
   }

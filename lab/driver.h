@@ -23,6 +23,8 @@
 typedef struct driver_config_s {
   size_t align;         /* 8 or 16; 0 = per trace: 8 for classic headers, 16 otherwise */
   size_t check_every;   /* run policy->check() after every Nth op; 0 = only at the end */
+  size_t check_budget;  /* at most about this many checker runs per trace, evenly
+                           spaced (stretches check_every on long traces); 0 = no limit */
   bool check_only;      /* correctness pass only: no timed passes */
   unsigned runs;        /* timed passes per trace (median); 0 = 1 */
 } driver_config_t;

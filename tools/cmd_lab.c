@@ -69,6 +69,8 @@ static void lab_usage(FILE *out) {
     "  --check                  run the policy's heap checker after every operation\n"
     "  --check-every N          ... after every Nth operation (implies --check); the\n"
     "                           checker always runs once at the end of each trace\n"
+    "  --check-budget N         at most about N checker runs per trace, evenly spaced\n"
+    "                           (stretches --check/--check-every on long traces)\n"
     "  --check-only             correctness pass only: no timed runs, no throughput,\n"
     "                           no perf index (fast; what the test suite uses)\n"
     "  --heap-cap BYTES         cap of the simulated heap (suffix K, M, G, T; default\n"
@@ -632,13 +634,14 @@ static void print_json(const policy_run_t *runs, size_t n_runs, const trace_list
 
 static int parse_args(int argc, char **argv, lab_args_t *a) {
   enum { O_POLICY = 256, O_COMPARE, O_SYSTEM, O_LIST, O_ALIGN, O_CSV, O_JSON, O_CHECK,
-         O_CHECK_EVERY, O_CHECK_ONLY, O_HEAP_CAP, O_REFERENCE, O_RUNS };
+         O_CHECK_EVERY, O_CHECK_BUDGET, O_CHECK_ONLY, O_HEAP_CAP, O_REFERENCE, O_RUNS };
   static const struct option opts[] = {
     {"policy", required_argument, 0, O_POLICY}, {"compare", no_argument, 0, O_COMPARE},
     {"system", no_argument, 0, O_SYSTEM}, {"list-policies", no_argument, 0, O_LIST},
     {"align", required_argument, 0, O_ALIGN}, {"csv", no_argument, 0, O_CSV},
     {"json", no_argument, 0, O_JSON}, {"check", no_argument, 0, O_CHECK},
     {"check-every", required_argument, 0, O_CHECK_EVERY},
+    {"check-budget", required_argument, 0, O_CHECK_BUDGET},
     {"check-only", no_argument, 0, O_CHECK_ONLY}, {"heap-cap", required_argument, 0, O_HEAP_CAP},
     {"reference", required_argument, 0, O_REFERENCE}, {"runs", required_argument, 0, O_RUNS},
     {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
@@ -680,6 +683,14 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
         return -1;
       }
       a->cfg.check_every = (size_t)v;
+      break;
+    case O_CHECK_BUDGET:
+      if (parse_count(optarg, 1, UINT32_MAX, &v)) {
+        fprintf(stderr, "tessera lab: --check-budget needs a positive count, not '%s'\n", optarg);
+        return -1;
+      }
+      a->cfg.check_budget = (size_t)v;
+      if (!a->cfg.check_every) a->cfg.check_every = 1;
       break;
     case O_CHECK_ONLY: a->cfg.check_only = true; break;
     case O_HEAP_CAP:

@@ -147,6 +147,9 @@ static void test_correct_policy(driver_t *d) {
   CHECK(check_calls == 3);   /* after ops 3 and 6, and at the end */
   CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_only = true}, &r) == 0);
   CHECK(check_calls == 1);
+  /* A budget of 2 checks stretches every op to every 4th (8 ops). */
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_every = 1, .check_budget = 2, .check_only = true}, &r) == 0);
+  CHECK(check_calls == 3);   /* after ops 4 and 8, and at the end */
   /* Alignment 8 is what the policy is given when asked. */
   CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 8, .check_only = true}, &r) == 0);
   CHECK(fake_align == 8 && r.align == 8);

@@ -99,7 +99,7 @@ static void test_usage_errors(void) {
   static const char *const bad[] = {
     "lab --no-such-option", "lab --align 12", "lab --policy no-such-policy",
     "lab --csv --json", "lab --runs 0", "lab --heap-cap 12Q", "lab --reference -5",
-    "lab --check-every 0", "lab " TRACES "/does-not-exist.rep", "lab " TRACES "/broken/../",
+    "lab --check-every 0", "lab --check-budget x", "lab " TRACES "/does-not-exist.rep", "lab " TRACES "/broken/../",
     "lab gen", "lab gen nonsense -o /dev/null", "lab gen random", "lab --compare --policy system",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
