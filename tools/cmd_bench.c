@@ -83,15 +83,29 @@ typedef struct bench_job_s {
 static char *notes[MAX_NOTES];
 static size_t n_notes;
 
+/* Notes end up in report.md and results.json; `skip` ones say what did not
+ * run and how to get it, `info` ones anything else worth knowing. */
+static void add_line(const char *kind, const char *fmt, va_list ap) {
+  char buf[512];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  printf("  %s: %s\n", kind, buf);
+  if (n_notes < MAX_NOTES) notes[n_notes++] = strdup(buf);
+}
+
 static void add_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void add_note(const char *fmt, ...) {
-  char buf[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  add_line("skip", fmt, ap);
   va_end(ap);
-  printf("  skip: %s\n", buf);
-  if (n_notes < MAX_NOTES) notes[n_notes++] = strdup(buf);
+}
+
+static void add_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void add_info(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  add_line("note", fmt, ap);
+  va_end(ap);
 }
 
 static void usage(FILE *out) {
@@ -748,7 +762,7 @@ static void list_everything(const bench_config_t *c) {
            known[i].path[0] ? known[i].path : "(system malloc, no preload)",
            known[i].available || !known[i].install_hint ? "" : " -- ",
            known[i].available || !known[i].install_hint ? "" : known[i].install_hint);
-  printf("\nGroups usable with --workloads: seed fit traces threads memory real\n");
+  printf("\nGroups usable with --workloads: seed fit traces mt memory real\n");
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -845,6 +859,7 @@ int cmd_bench(int argc, char **argv) {
   fflush(stdout);
 
   int tty = isatty(1);
+  int counters_work = 1; /* instructions per run, while the kernel offers them */
   size_t total = (size_t)c.runs * n_jobs * n_allocs, done = 0, failed = 0;
   double suite_start = (double)time(NULL);
   for (int run = 1; run <= c.runs; run++) {
@@ -868,7 +883,8 @@ int cmd_bench(int argc, char **argv) {
           fflush(stdout);
         }
         bench_spawn_t spec = {job->argv, al->path[0] ? al->path : NULL, c.timeout_s,
-                              job->workload->rss_series ? 0.01 : 0};
+                              job->workload->rss_series ? 0.01 : 0,
+                              counters_work ? BENCH_COUNT_INSTRUCTIONS : BENCH_COUNT_NONE};
         bench_outcome_t o;
         bench_spawn(&spec, &o);
         bench_record_t rec;
@@ -885,6 +901,13 @@ int cmd_bench(int argc, char **argv) {
         rec.work_s = NAN;
         snprintf(rec.status, sizeof rec.status, "%s", o.status);
         absorb_output(o.out, &rec);
+        if (o.counter >= 0) {
+          size_t used = strlen(rec.extra);
+          snprintf(rec.extra + used, sizeof rec.extra - used, "%sinstructions=%lld", used ? ";" : "", o.counter);
+        } else if (counters_work) {
+          counters_work = 0; /* asked once: the answer will not change */
+          add_info("instructions: no hardware instruction counter here (perf events), so none recorded");
+        }
         bench_csv_write(csv, &rec);
         for (size_t s = 0; s < o.n_samples; s++)
           fprintf(series, "%s,%s,%d,%d,%.4f,%ld\n", rec.workload, rec.allocator, rec.threads, run, o.sample_t[s],

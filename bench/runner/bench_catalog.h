@@ -27,7 +27,7 @@ typedef enum bench_source_e {
 
 typedef struct bench_workload_s {
   const char *name;
-  const char *group;         /* seed, fit, traces, threads, memory, real */
+  const char *group;         /* seed, fit, traces, mt, memory, real */
   const char *program;       /* binary name */
   const char *mode;          /* --mode argument, or NULL */
   bench_source_t source;

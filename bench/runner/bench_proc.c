@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -101,6 +102,28 @@ static void add_sample(bench_outcome_t *o, size_t *cap, double t, long kib) {
   o->n_samples++;
 }
 
+/* Opens the counter on pid, armed to start at its exec; -1 when the kernel
+ * (or the hypervisor) does not offer it. */
+static int open_counter(pid_t pid, bench_counter_t counter) {
+  if (counter == BENCH_COUNT_NONE) return -1;
+  struct perf_event_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  if (counter == BENCH_COUNT_INSTRUCTIONS) {
+    attr.type = PERF_TYPE_HARDWARE;
+    attr.config = PERF_COUNT_HW_INSTRUCTIONS;
+  } else {
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  }
+  attr.disabled = 1;
+  attr.enable_on_exec = 1;
+  attr.inherit = 1;        /* threads and children count too */
+  attr.exclude_kernel = 1; /* the allocator's work, not the kernel's */
+  attr.exclude_hv = 1;
+  return (int)syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
 void bench_outcome_free(bench_outcome_t *o) {
   free(o->out);
   free(o->err);
@@ -119,6 +142,7 @@ static void fail_start(bench_outcome_t *o, const char *what) {
 int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *o) {
   memset(o, 0, sizeof *o);
   o->maxrss_kib = -1;
+  o->counter = -1;
   int out_pipe[2], err_pipe[2], go_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC)) { fail_start(o, strerror(errno)); return -1; }
   if (pipe2(err_pipe, O_CLOEXEC)) {
@@ -162,6 +186,7 @@ int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *o) {
   close(err_pipe[1]);
   close(go_pipe[0]);
   int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  int counter_fd = open_counter(pid, spec->counter);
 
   capture_t cap_out = {out_pipe[0], NULL, 0, 0}, cap_err = {err_pipe[0], NULL, 0, 0};
   size_t sample_cap = 0;
@@ -218,6 +243,14 @@ int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *o) {
     }
   }
   if (pidfd >= 0) close(pidfd);
+  o->counter = -1;
+  if (counter_fd >= 0) {
+    /* Inherited counts are folded in as each thread and child exits; all
+     * have been reaped, so this is the final value. */
+    long long value;
+    if (read(counter_fd, &value, sizeof value) == (ssize_t)sizeof value) o->counter = value;
+    close(counter_fd);
+  }
   close(cap_out.fd);
   close(cap_err.fd);
   o->out = capture_take(&cap_out);

@@ -3,7 +3,8 @@
  * from /proc/<pid>/status while it runs (optional); kill the whole process
  * group at the timeout; reap with wait4 for user/sys CPU time and peak RSS;
  * wall time from the monotonic clock, taken when the kernel reports the exit
- * (pidfd), not at the next poll tick.
+ * (pidfd), not at the next poll tick; optionally a perf-event counter
+ * (instructions) over the process and its threads and children.
  * Invariants: every process started here is reaped before bench_spawn
  * returns, and its process group is killed, so no workload outlives its
  * measurement (redis-server included). Called by tools/cmd_bench.c. */
@@ -14,11 +15,20 @@
 
 #define BENCH_EXIT_UNAVAILABLE 77 /* workload: "not installed here" */
 
+/* A counter read from the kernel's perf events for the whole process tree
+ * (inherit), counting from exec (enable_on_exec), user space only. */
+typedef enum bench_counter_e {
+  BENCH_COUNT_NONE,
+  BENCH_COUNT_INSTRUCTIONS, /* hardware: absent in many VMs (then -1) */
+  BENCH_COUNT_TASK_CLOCK    /* software, nanoseconds: lets tests check the mechanism */
+} bench_counter_t;
+
 typedef struct bench_spawn_s {
   char *const *argv;       /* argv[0] is the program path */
   const char *preload;     /* shared object for LD_PRELOAD, NULL = none */
   double timeout_s;
   double sample_every_s;   /* > 0: sample VmRSS this often */
+  bench_counter_t counter;
 } bench_spawn_t;
 
 typedef struct bench_outcome_s {
@@ -30,6 +40,7 @@ typedef struct bench_outcome_s {
   double *sample_t;        /* RSS samples: seconds since start ... */
   long *sample_kib;        /* ... and VmRSS in KiB (malloc'd, n_samples each) */
   size_t n_samples;
+  long long counter;       /* value of spec->counter; -1 when unavailable */
 } bench_outcome_t;
 
 /* Runs the process to completion (or timeout). Returns 0 when it ran (see

@@ -333,7 +333,7 @@ int bench_write_markdown(const char *path, const bench_table_t *t, const bench_r
                 c->runs - c->ok - c->skipped, c->runs);
       }
   if (info->n_notes) {
-    fprintf(f, "\n## Notes (what was not run, and why)\n\n");
+    fprintf(f, "\n## Notes\n\n");
     for (size_t i = 0; i < info->n_notes; i++) fprintf(f, "- %s\n", info->notes[i]);
   }
   if (info->n_charts) {

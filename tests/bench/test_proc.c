@@ -22,7 +22,7 @@ static int failures;
 
 static void run_sh(const char *script, const char *preload, double timeout, double sample, bench_outcome_t *o) {
   char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
-  bench_spawn_t spec = {argv, preload, timeout, sample};
+  bench_spawn_t spec = {argv, preload, timeout, sample, BENCH_COUNT_NONE};
   CHECK(bench_spawn(&spec, o) == 0);
 }
 
@@ -80,9 +80,34 @@ int main(void) {
   if (o.n_samples >= 2) CHECK(o.sample_t[o.n_samples - 1] > o.sample_t[0] && o.sample_kib[0] > 0);
   bench_outcome_free(&o);
 
+  /* The perf counter covers the process tree from exec: a shell whose
+   * child spins for a while shows that much task-clock. */
+  {
+    /* The loop runs in a grandchild: only an inherited counter sees it. */
+    char *argv2[] = {"/bin/sh", "-c", "/bin/sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done'; true", NULL};
+    bench_spawn_t clock_spec = {argv2, NULL, 30, 0, BENCH_COUNT_TASK_CLOCK};
+    CHECK(bench_spawn(&clock_spec, &o) == 0);
+    CHECK(!strcmp(o.status, "ok"));
+    double cpu = o.user_s + o.sys_s;
+    if (o.counter < 0) {
+      printf("note: perf events unavailable here (task-clock); counter mechanism not checked\n");
+    } else {
+      /* user-space task clock: at most the CPU time, and a good part of it */
+      CHECK(o.counter > 0);
+      CHECK((double)o.counter * 1e-9 <= cpu + 0.05);
+      CHECK((double)o.counter * 1e-9 >= 0.3 * o.user_s);
+    }
+    bench_outcome_free(&o);
+    bench_spawn_t instr_spec = {argv2, NULL, 30, 0, BENCH_COUNT_INSTRUCTIONS};
+    CHECK(bench_spawn(&instr_spec, &o) == 0);
+    CHECK(o.counter == -1 || o.counter > 1000000);
+    if (o.counter == -1) printf("note: hardware instruction counter unavailable (expected in many VMs)\n");
+    bench_outcome_free(&o);
+  }
+
   /* A program that cannot be executed: exit 127 from the child. */
   char *argv[] = {"/nonexistent/workload", NULL};
-  bench_spawn_t spec = {argv, NULL, 10, 0};
+  bench_spawn_t spec = {argv, NULL, 10, 0, BENCH_COUNT_NONE};
   CHECK(bench_spawn(&spec, &o) == 0);
   CHECK(!strcmp(o.status, "exit:127"));
   CHECK(strstr(o.err, "cannot run /nonexistent/workload") != NULL);
