@@ -23,7 +23,7 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
       page->free = tes_block_next(page, block);
       page->used++;
 #if TES_SECURE
-      tes_secure_set_padding(page, block, size);
+      tes_secure_on_alloc(page, block, size);
 #endif
       return block;
     }

@@ -351,7 +351,7 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
     else memset(block, 0, page->block_size);
   }
 #if TES_SECURE
-  tes_secure_set_padding(page, block, requested);
+  tes_secure_on_alloc(page, block, requested);
 #endif
   return block;
 }
@@ -389,7 +389,7 @@ void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, b
         else memset(block, 0, page->block_size);
       }
 #if TES_SECURE
-      tes_secure_set_padding(page, block, size);
+      tes_secure_on_alloc(page, block, size);
 #endif
       return block;
     }

@@ -374,6 +374,7 @@ extern tes_lock_t tes_stats_lock;
 /* ---- secure.c ---------------------------------------------------------------- */
 #if TES_SECURE
 #define TES_PADDING 16  /* bytes reserved after each block for the canary */
+void tes_secure_on_alloc(tes_page_t *page, void *p, size_t requested); /* new block */
 void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested);
 void tes_secure_check_padding(tes_page_t *page, void *p);
 size_t tes_secure_requested(const tes_page_t *page, const void *p);

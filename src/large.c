@@ -116,7 +116,7 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
   in_use_add((int64_t)usable);
   heap->counters.large_allocs++;
 #if TES_SECURE
-  tes_secure_set_padding(page, page->area, size);
+  tes_secure_on_alloc(page, page->area, size);
 #endif
   return page->area;
 }

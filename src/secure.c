@@ -28,10 +28,14 @@ static padding_t *padding_of(const tes_page_t *page, const void *p) {
   return (padding_t *)((uint8_t *)p + page->block_size - sizeof(padding_t));
 }
 
-void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
+void tes_secure_on_alloc(tes_page_t *page, void *p, size_t requested) {
   /* Forget the free-list link: a live block must not look free to the
    * double-free filter in tes_secure_check_free (which then walks lists). */
-  ((tes_block_t *)p)->next = NULL; /* the pattern below may overwrite part of it */
+  ((tes_block_t *)p)->next = NULL; /* the padding pattern may overwrite part of it */
+  tes_secure_set_padding(page, p, requested);
+}
+
+void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
   padding_t *pad = padding_of(page, p);
   pad->canary = page->key ^ (uintptr_t)p;
   pad->requested = requested ^ page->key;
