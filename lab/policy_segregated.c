@@ -21,19 +21,11 @@
  *                               only what is missing;
  *   segregated-realloc          + in-place realloc (shrink, grow into the
  *                               next block, grow at the heap end);
- *   segregated-apart            + small requests (<= 64 bytes, glibc's fastbin
- *                               limit on 32-bit) kept apart from large ones:
- *                               carved from the top of a free block (large
- *                               ones from the bottom), and when none fits the
- *                               heap grows by a chunk as big as the live
- *                               small blocks (256 B to 64 KiB), so small and
- *                               large runs do not interleave and freed large
- *                               blocks coalesce; a realloc that must move goes
- *                               to the heap end, where its next growth is an
- *                               extension. Tessera's best policy
- *                               (lab_policy_default()): as compact as
- *                               tree-best-apart on the classic traces and
- *                               about twice as fast.
+ *   segregated-apart            + small requests kept apart from large ones
+ *                               (SMALL_APART_CFG in heap_core.h). Tessera's
+ *                               best policy (lab_policy_default()): as
+ *                               compact as tree-best-apart on the classic
+ *                               traces and about twice as fast.
  * Invariant of this file: every free block is in the list of its own size
  * class, and a class's bitmap bit is set exactly when its list is non-empty.
  * Called through the lab_policy_t objects in policy_registry.c. */
@@ -168,7 +160,6 @@ SEG_POLICY(lab_policy_segregated_realloc, "segregated-realloc",
            .fine_classes = 1, .fit = FIT_BEST, .footerless = 1, .extend_missing = 1,
            .realloc_inplace = 1)
 SEG_POLICY(lab_policy_segregated_apart, "segregated-apart",
-           "segregated-realloc + small blocks kept apart, moving reallocs go to the heap end",
+           "segregated-realloc + small requests kept apart from large ones (Tessera's best)",
            .fine_classes = 1, .fit = FIT_BEST, .footerless = 1, .extend_missing = 1,
-           .realloc_inplace = 1, .realloc_to_end = 1, .small_max = 64, .small_chunk = 256,
-           .small_chunk_max = 65536)
+           .realloc_inplace = 1, SMALL_APART_CFG)

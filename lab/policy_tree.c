@@ -18,11 +18,10 @@
  * missing, and realloc in place):
  *   tree-best        exact best fit, everything placed at the bottom of the
  *                    chosen block;
- *   tree-best-apart  + small requests kept apart from large ones and moving
- *                    reallocs sent to the heap end, exactly as in
- *                    segregated-apart (see policy_segregated.c), which is as
- *                    compact on the classic traces and faster: the tree's
- *                    descents miss the cache on large heaps.
+ *   tree-best-apart  + small requests kept apart from large ones, exactly as
+ *                    in segregated-apart (SMALL_APART_CFG in heap_core.h),
+ *                    which is as compact on the classic traces and faster:
+ *                    the tree's descents miss the cache on large heaps.
  * Invariant of this file: in-order traversal is strictly increasing in
  * (size, address), and every node's priority is >= its children's.
  * Called through the lab_policy_t objects in policy_registry.c. */
@@ -240,6 +239,6 @@ TREE_POLICY(lab_policy_tree_best, "tree-best",
             "treap keyed by (size, address): O(log n) exact best fit, footerless, in-place realloc",
             .fit = FIT_BEST, .footerless = 1, .extend_missing = 1, .realloc_inplace = 1)
 TREE_POLICY(lab_policy_tree_best_apart, "tree-best-apart",
-            "tree-best + small blocks kept apart from large ones, moving reallocs go to the heap end",
+            "tree-best + small requests kept apart from large ones",
             .fit = FIT_BEST, .footerless = 1, .extend_missing = 1, .realloc_inplace = 1,
-            .realloc_to_end = 1, .small_max = 64, .small_chunk = 256, .small_chunk_max = 65536)
+            SMALL_APART_CFG)
