@@ -21,9 +21,17 @@
 
 tes_counters_t tes_orphan_counters;
 
-static tes_counters_t *my_counters(void) {
+/* Counters of the calling thread's heap; a thread past its exit counts into
+ * the shared orphan set (atomically: several exiting threads may race). */
+static void count_free(bool large) {
   tes_heap_t *heap = tes_tls_heap;
-  return heap->is_static ? &tes_orphan_counters : &heap->counters;
+  if (!heap->is_static) {
+    if (large) heap->counters.large_frees++;
+    else heap->counters.remote_frees++;
+  } else {
+    __atomic_fetch_add(large ? &tes_orphan_counters.large_frees : &tes_orphan_counters.remote_frees, 1,
+                       __ATOMIC_RELAXED);
+  }
 }
 
 void tes_free_local_block(tes_page_t *page, tes_block_t *block) {
@@ -96,8 +104,8 @@ void tes_free_slow(void *p) {
 #if TES_SECURE
     tes_secure_check_free(seg, &seg->pages[0], p);
 #endif
-    if (tes_tls_heap->is_static) tes_thread_heap_init();
-    my_counters()->large_frees++;
+    if (tes_tls_heap == &tes_heap_empty) tes_thread_heap_init();
+    count_free(true);
     tes_large_free(seg);
     return;
   }
@@ -106,16 +114,16 @@ void tes_free_slow(void *p) {
   tes_secure_check_free(seg, page, p);
 #endif
   tes_heap_t *heap = tes_tls_heap;
-  if (tes_unlikely(heap->is_static)) {
+  if (tes_unlikely(heap == &tes_heap_empty)) {
     /* A thread that only frees still gets a heap: its counters, and its
-     * exit, are then accounted like any other thread's. */
+     * exit, are then accounted like any other thread's (not after its exit). */
     tes_heap_t *mine = tes_thread_heap_init();
     if (mine != NULL) heap = mine;
   }
   if (atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id) {
     tes_free_local_block(page, (tes_block_t *)p);
   } else {
-    my_counters()->remote_frees++;
+    count_free(false);
     tes_free_remote(page, (tes_block_t *)p);
   }
 }

@@ -30,6 +30,16 @@ tes_heap_t tes_heap_empty = {
     .is_static = true,
 };
 
+/* The TLS heap of a thread whose heap was abandoned at exit: like the empty
+ * heap (a malloc from a later destructor gets a new heap), but a free does
+ * not create one just to count itself. */
+tes_heap_t tes_heap_exited = {
+    .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
+    .slice_tag = {[0 ... TES_SLICE_SLOTS - 1] = UINTPTR_MAX},
+    .thread_id = TES_TID_NONE,
+    .is_static = true,
+};
+
 uintptr_t tes_process_key;
 static _Atomic int process_state; /* 0 not started, 1 running, 2 done */
 static _Atomic uint64_t random_counter;
@@ -67,7 +77,7 @@ static void thread_done(void *value) {
   (void)value;
   tes_heap_t *heap = tes_tls_heap;
   if (heap->is_static) return;
-  tes_tls_heap = &tes_heap_empty;
+  tes_tls_heap = &tes_heap_exited;
   tes_heap_abandon(heap);
   tes_stats_thread_exited();
 }

@@ -203,6 +203,7 @@ typedef struct tes_heap_s tes_heap_t;
 /* ---- globals ------------------------------------------------------------- */
 extern __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec")));
 extern tes_heap_t tes_heap_empty;
+extern tes_heap_t tes_heap_exited; /* TLS heap after thread exit */
 extern tes_page_t tes_page_empty;
 extern uint8_t tes_segmap[TES_SEGMAP_COUNT];
 extern long tes_option_values[TES_OPTION_COUNT];
