@@ -12,8 +12,9 @@
  *   phases      10 rounds of a large-object phase (64 MiB in 1-4 MiB blocks)
  *               and a small-object phase (64 MiB in 16-512-byte blocks, 1 %
  *               of them surviving into the next round, like a server's
- *               long-lived objects): neither the peak nor the post-round RSS
- *               may grow after round 2.
+ *               long-lived objects): neither the peak (+8 MiB of sampling
+ *               noise) nor the post-round RSS (+4 MiB) may grow after
+ *               round 2.
  *   thread_exit threads that allocate 64 MiB, free it (or hand it to main to
  *               free) and exit: the memory is reused, RSS does not add up.
  * The 1 GiB of objects is chained through the objects themselves (no
@@ -171,9 +172,13 @@ static void mode_phases(void) {
   }
   for (int k = 0; k < 2; k++)
     for (size_t i = 0; i < survivor_count[k]; i++) free(survivors[k][i]);
-  /* No growth after round 2 (index 1): later rounds stay within 4 MiB. */
+  /* No growth after round 2 (index 1): later rounds' ends stay within
+   * 4 MiB, their peaks within 8 MiB (a peak is sampled while the previous
+   * phase's freed pages may or may not have been purged yet: +-6 MiB of
+   * noise was seen; creep from the 1 % survivors would add up round after
+   * round instead). */
   for (int r = 2; r < ROUNDS; r++) {
-    CHECK(peak[r] <= peak[1] + 4 * MIB, "round %d peak %.1f MiB > round 2's %.1f MiB + 4", r + 1,
+    CHECK(peak[r] <= peak[1] + 8 * MIB, "round %d peak %.1f MiB > round 2's %.1f MiB + 8", r + 1,
           (double)peak[r] / MIB, (double)peak[1] / MIB);
     CHECK(end[r] <= end[1] + 4 * MIB, "round %d end %.1f MiB > round 2's %.1f MiB + 4", r + 1, (double)end[r] / MIB,
           (double)end[1] / MIB);
