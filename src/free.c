@@ -121,6 +121,11 @@ void tes_free_slow(void *p) {
     if (mine != NULL) heap = mine;
   }
   if (atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id) {
+    /* Ours, but its slice lost its slot in the table to a collision: put it
+     * back, so the next frees into this page take the fast path again. */
+    uintptr_t slice = (uintptr_t)p >> TES_SLICE_SHIFT;
+    heap->slice_tag[slice & (TES_SLICE_SLOTS - 1)] = slice;
+    heap->slice_page[slice & (TES_SLICE_SLOTS - 1)] = page;
     tes_free_local_block(page, (tes_block_t *)p);
   } else {
     count_free(false);
