@@ -2,10 +2,11 @@
  *
  * A block is a 4-byte header word followed by its payload; free blocks (and,
  * in the policies that keep them, allocated blocks) end with a footer word
- * equal to the header (less the prev-allocated bit). Because every heap stays below 4 GiB, a size fits in
- * 32 bits and free-list links are stored as 32-bit offsets from the heap base
- * instead of 8-byte pointers: the smallest free block is 16 bytes (header,
- * two links, footer), which is also the minimal block size of every policy.
+ * equal to the header (less the prev-allocated bit). Because every heap stays
+ * below 4 GiB, a size fits in 32 bits and free-list links are stored as
+ * 32-bit offsets from the heap base instead of 8-byte pointers: the smallest
+ * free block is 16 bytes (header, two links, footer), which is also the
+ * minimal block size of every policy.
  *
  * Header bits (sizes are multiples of 8, so the low three bits are free):
  *   bit 0  TAG_ALLOC       the block is allocated

@@ -23,8 +23,9 @@
  * Invariants (all verified by core_check):
  *  - blocks tile [core_first, core_epi) exactly; sizes are multiples of the
  *    alignment and at least BLOCK_MIN; payloads are aligned;
- *  - every free block has footer == header (less the prev-alloc bit); allocated blocks have one too
- *    unless cfg.footerless; each header's prev-allocated bit is true;
+ *  - every free block has footer == header (less the prev-allocated bit);
+ *    allocated blocks have one too unless cfg.footerless; each header's
+ *    prev-allocated bit is true;
  *  - with immediate coalescing no two free blocks are adjacent;
  *  - every free block is in the index exactly once, and only free blocks are;
  *  - a free block is always removed from the index *before* its size or
@@ -35,8 +36,8 @@
  * at a time, and init() rebuilds everything on an empty heap.
  *
  * Memory comes only from mem_sbrk (called with an int-sized increment, as in
- * the classic handout), and the heap stays below 2 GiB so 32-bit offsets and
- * sizes are always enough. */
+ * the classic handout): requests stay below 2 GiB and the heap below 4 GiB,
+ * so 32-bit sizes and offsets are always enough. */
 #ifndef TESSERA_LAB_HEAP_CORE_H
 #define TESSERA_LAB_HEAP_CORE_H
 
@@ -49,7 +50,6 @@
 #include <string.h>
 
 #define CORE_INLINE static inline __attribute__((always_inline))
-
 
 /* Largest request served: keeps every mem_sbrk increment an int, and the heap
  * far below the 4 GiB that 32-bit offsets can address. */
@@ -478,7 +478,8 @@ CORE_INLINE char *list_find(core_list_t *l, size_t asize, int best) {
 CORE_INLINE size_t core_heap_off(const char *b) { return (size_t)(b - (char *)mem_heap_lo()); }
 
 /* Validate one index member and mark it; called by idx_check. */
-__attribute__((unused)) static int core_check_member(char *b, const char *where, char *err, size_t errlen) {
+__attribute__((unused)) static int core_check_member(char *b, const char *where, char *err,
+                                                     size_t errlen) {
   if (b < core_first || b + BLOCK_MIN > core_epi)
     CORE_FAIL("%s: member at heap offset %td is outside the heap", where,
               b - (char *)mem_heap_lo());

@@ -27,7 +27,9 @@ static size_t len[SLOTS];
 static const lab_policy_t *pol;
 static size_t align;
 
-static unsigned char pattern(size_t slot, size_t i) { return (unsigned char)(slot * 131 + i * 7 + 1); }
+static unsigned char pattern(size_t slot, size_t i) {
+  return (unsigned char)(slot * 131 + i * 7 + 1);
+}
 
 static void fill(size_t s) {
   for (size_t i = 0; i < len[s]; i++) ptr[s][i] = pattern(s, i);
