@@ -12,9 +12,9 @@
  *   phases      10 rounds of a large-object phase (64 MiB in 1-4 MiB blocks)
  *               and a small-object phase (64 MiB in 16-512-byte blocks, 1 %
  *               of them surviving into the next round, like a server's
- *               long-lived objects): neither the peak (+8 MiB of sampling
- *               noise) nor the post-round RSS (+4 MiB) may grow after
- *               round 2.
+ *               long-lived objects), with twice the purge delay of ordinary
+ *               activity after each phase: neither the peak (+8 MiB) nor
+ *               the settled post-round RSS (+4 MiB) may grow after round 2.
  *   thread_exit threads that allocate 64 MiB, free it (or hand it to main to
  *               free) and exit: the memory is reused, RSS does not add up.
  * The 1 GiB of objects is chained through the objects themselves (no
@@ -70,6 +70,25 @@ static void warm_up(void) {
   api_sleep_ms(50);
 }
 
+/* The purge delay in ms: libtessera's option, or `fallback` elsewhere. */
+static long purge_delay_ms(long fallback) {
+  option_get_fn *option_get = (option_get_fn *)API_TESSERA_FN(tes_option_get, "tes_option_get");
+  return option_get ? option_get(TES_OPTION_PURGE_DELAY_MS) : fallback;
+}
+
+/* Let a phase's freed memory go back as the allocator would in a server
+ * between phases: wait twice the purge delay while making ordinary calls
+ * (a lazy purge runs on them). Without this the RSS sampled at the next
+ * phase depends on whether the purge timer happened to expire first. */
+static void settle(long delay_ms) {
+  double until = api_now_seconds() + (double)(2 * delay_ms + 20) / 1000.0;
+  do {
+    for (int i = 0; i < 100; i++) free(malloc(64));
+    free(malloc(2 << 20));
+    api_sleep_ms(5);
+  } while (api_now_seconds() < until);
+}
+
 static void mode_one_gib(bool use_trim) {
   API_GROUP(use_trim ? "1 GiB of 64-byte objects, malloc_trim" : "1 GiB of 64-byte objects, purge delay");
   warm_up();
@@ -94,8 +113,7 @@ static void mode_one_gib(bool use_trim) {
     CHECK(released == 1, "malloc_trim(0) returned %d after freeing 1 GiB", released);
     return;
   }
-  option_get_fn *option_get = (option_get_fn *)API_TESSERA_FN(tes_option_get, "tes_option_get");
-  long delay_ms = option_get ? option_get(TES_OPTION_PURGE_DELAY_MS) : 1000;
+  long delay_ms = purge_delay_ms(1000);
   double deadline = api_now_seconds() + (double)delay_ms / 1000.0 + 1.0;
   int64_t now = after_free;
   double waited = 0;
@@ -124,6 +142,7 @@ static void mode_phases(void) {
   size_t survivor_count[2] = {0, 0};
   int64_t peak[ROUNDS], end[ROUNDS];
   uint64_t rng = 42;
+  long delay_ms = purge_delay_ms(100);
   warm_up();
   int64_t start = api_rss_bytes();
   for (int r = 0; r < ROUNDS; r++) {
@@ -144,6 +163,7 @@ static void mode_phases(void) {
     int64_t rss = api_rss_bytes();
     if (rss > peak[r]) peak[r] = rss;
     for (int i = 0; i < nl; i++) free(large[i]);
+    settle(delay_ms);
     /* Small phase: 64 MiB of small objects; 1 % survive one round. */
     size_t small_total = 0;
     int ns = 0;
@@ -166,6 +186,7 @@ static void mode_phases(void) {
       if (i % 100 == 0) survivors[cur][survivor_count[cur]++] = small[i];
       else free(small[i]);
     }
+    settle(delay_ms);
     end[r] = api_rss_bytes();
     printf("round %2d: peak %7.1f MiB, end %7.1f MiB (start %.1f)\n", r + 1, (double)peak[r] / MIB,
            (double)end[r] / MIB, (double)start / MIB);
