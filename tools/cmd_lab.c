@@ -809,7 +809,10 @@ int cmd_lab(int argc, char **argv) {
   for (int i = 0; i < a.n_paths; i++) {
     struct stat st;
     if (stat(a.paths[i], &st) != 0) {
-      fprintf(stderr, "%s: %s\n", a.paths[i], strerror(errno));
+      int e = errno;
+      bool is_policy = lab_policy_find(a.paths[i]) || !strcmp(a.paths[i], "system");
+      fprintf(stderr, "%s: %s%s\n", a.paths[i], strerror(e),
+              is_policy ? " (a policy name: several policies go as --policy A,B)" : "");
       goto out;
     }
     if ((S_ISDIR(st.st_mode) ? load_dir(&traces, a.paths[i]) : load_one(&traces, a.paths[i])) < 0)
