@@ -64,6 +64,7 @@ typedef struct bench_config_s {
   const char *from_dir;
   int list;
   bench_metric_t metric;
+  int baseline_given;
   bench_allocator_t custom[MAX_ALLOCS];
   size_t n_custom;
 } bench_config_t;
@@ -196,6 +197,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
         c->workloads = v;
       } else if (!strcmp(a, "--baseline")) {
         c->baseline = v;
+        c->baseline_given = 1;
       } else if (!strcmp(a, "--out")) {
         c->out_root = v;
       } else if (!strcmp(a, "--from")) {
@@ -805,6 +807,12 @@ int cmd_bench(int argc, char **argv) {
   }
   int have_baseline = 0;
   for (size_t a = 0; a < n_allocs; a++) have_baseline |= !strcmp(allocs[a].name, c.baseline);
+  if (!have_baseline && !c.baseline_given) {
+    /* --allocators without system: compare against the first one named. */
+    c.baseline = allocs[0].name;
+    have_baseline = 1;
+    printf("baseline: %s (system is not among the allocators)\n", c.baseline);
+  }
   if (!have_baseline) {
     fprintf(stderr, "tessera bench: baseline '%s' is not among the allocators being run\n", c.baseline);
     return 2;
