@@ -99,6 +99,7 @@ static char *core_epi;    /* the epilogue header: last word of the heap */
 static size_t core_align; /* 8 or 16 */
 static size_t core_small_live; /* bytes in live small blocks (cfg.small_max only) */
 static int core_grew_small;    /* the last heap growth in malloc was for a small request */
+static int core_unmerged;      /* deferred: blocks were freed since the last full merge */
 
 CORE_INLINE tag_t core_off(char *b) { return (tag_t)(b - core_base); }
 CORE_INLINE char *core_ptr(tag_t off) { return off ? core_base + off : NULL; }
@@ -153,6 +154,7 @@ static int core_init(core_cfg_t cfg, size_t align) {
   core_first = core_epi = p + pad;
   core_small_live = 0;
   core_grew_small = 0;
+  core_unmerged = 0;
   *tag_at(core_epi) = TAG_ALLOC | TAG_PREV_ALLOC;
   idx_init(cfg);
   return 0;
@@ -275,8 +277,11 @@ CORE_INLINE void *core_malloc(core_cfg_t cfg, size_t size) {
   size_t asize = core_asize(cfg, size);
   int small = cfg.small_max && size <= cfg.small_max;
   char *b = idx_find(cfg, asize);
-  if (!b && cfg.deferred) {
+  if (!b && cfg.deferred && core_unmerged) {
+    /* Only worth a pass when something was freed since the last one: a
+     * run of heap growths would otherwise walk the whole heap each time. */
     core_coalesce_all(cfg);
+    core_unmerged = 0;
     b = idx_find(cfg, asize);
   }
   if (b) {
@@ -312,8 +317,12 @@ CORE_INLINE void core_free(core_cfg_t cfg, void *p) {
   tag_set(b, tag_size(b), 0);
   tag_set_footer(b);
   tag_set_prev_alloc(tag_next(b), 0);
-  if (cfg.deferred) idx_insert(cfg, b);
-  else core_coalesce(cfg, b);
+  if (cfg.deferred) {
+    idx_insert(cfg, b);
+    core_unmerged = 1;
+  } else {
+    core_coalesce(cfg, b);
+  }
 }
 
 /* Cut the allocated block b down to asize, freeing the tail if it is worth it. */
@@ -326,8 +335,12 @@ static void core_shrink(core_cfg_t cfg, char *b, size_t asize) {
   *tag_at(r) = (tag_t)rest | TAG_PREV_ALLOC;
   tag_set_footer(r);
   tag_set_prev_alloc(r + rest, 0);
-  if (cfg.deferred) idx_insert(cfg, r);
-  else core_coalesce(cfg, r);
+  if (cfg.deferred) {
+    idx_insert(cfg, r);
+    core_unmerged = 1;
+  } else {
+    core_coalesce(cfg, r);
+  }
 }
 
 /* In-place realloc, cheapest first: shrink; grow into a free next block;
