@@ -113,14 +113,22 @@ static void *worker(void *arg) {
       atomic_fetch_add(&blocks_moved, 1);
       if (op % 5 == 0) {
         /* realloc a foreign block and pass it on. */
+        /* realloc a foreign block: the first bytes must survive the move
+         * (checked against the pattern of the old address and size). */
+        const unsigned char *old_data = in.data;
+        size_t old_size = in.size;
         in.size = in.size / 2 + 1 + (rng >> 50) % 300;
-        size_t keep = in.size;
         unsigned char *moved = realloc(in.data, in.size);
-        (void)keep;
         if (!moved) {
           atomic_fetch_add(&corrupted_blocks, 1);
           continue;
         }
+        size_t kept = in.size < old_size ? in.size : old_size;
+        for (size_t i = 0; i < kept && i < 64; i++)
+          if (moved[i] != api_pattern_byte(old_data, old_size, i)) {
+            atomic_fetch_add(&corrupted_blocks, 1);
+            break;
+          }
         in.data = moved;
         block_fill(&in);
         if (!queue_push(next, in)) free(in.data);
