@@ -68,7 +68,7 @@ tes_heap_t *tes_heap_alloc_struct(void) {
     }
   }
   if (heap != NULL) {
-    memset(heap, 0, sizeof *heap);
+    memset(heap, 0, offsetof(tes_heap_t, slice_page));
     heap->all_next = tes_heaps_all;
     if (tes_heaps_all) tes_heaps_all->all_prev = heap;
     tes_heaps_all = heap;

@@ -67,7 +67,7 @@
 #define TES_ADDRESS_BITS 47
 #define TES_SEGMAP_COUNT ((size_t)1 << (TES_ADDRESS_BITS - TES_SEGMENT_SHIFT))
 #define TES_LARGE_OFFSET ((size_t)512) /* where a large block starts in its segment */
-#define TES_EXTEND_BYTES ((size_t)16 * 1024) /* a page's free list grows by this much at a time */
+#define TES_EXTEND_BYTES ((size_t)4 * 1024) /* a page's free list grows by this much at a time */
 #define TES_EXTEND_MIN_BLOCKS 4
 
 static_assert(TES_SMALL_PAGES == 64, "free_mask is one 64-bit word");
@@ -181,7 +181,6 @@ struct tes_heap_s {
    * a collision, simply takes the slow path. A tag match proves the pointer
    * lies in one of our own pages before anything is dereferenced. */
   uintptr_t slice_tag[TES_SLICE_SLOTS];
-  tes_page_t *slice_page[TES_SLICE_SLOTS];
   uintptr_t thread_id;                  /* owner thread's id (shared by its heaps) */
   tes_page_queue_t queues[TES_CLASS_COUNT];
   tes_page_queue_t full;
@@ -197,6 +196,9 @@ struct tes_heap_s {
   uintptr_t key;                        /* secure: per-heap random */
   uint64_t random;                      /* secure: xorshift state */
   tes_counters_t counters;
+  /* Last, and never zeroed as a whole (an entry is read only after its tag
+   * matched), so a new thread's heap touches 8 KiB less memory. */
+  tes_page_t *slice_page[TES_SLICE_SLOTS];
 };
 typedef struct tes_heap_s tes_heap_t;
 
