@@ -691,8 +691,8 @@ static int read_machine_field(const char *dir, const char *key, char *out, size_
   return found;
 }
 
-static int write_reports(const char *dir, const char *command, const char *baseline, bench_metric_t metric,
-                         int charts_wanted) {
+static int write_reports(const char *dir, const char *command, const char *baseline, int baseline_given,
+                         bench_metric_t metric, int charts_wanted) {
   char path[PATH_MAX], err[PATH_MAX + 128], machine[512], date[64];
   snprintf(path, sizeof path, "%s/results.csv", dir);
   bench_record_t *recs;
@@ -706,6 +706,18 @@ static int write_reports(const char *dir, const char *command, const char *basel
     fprintf(stderr, "tessera bench: out of memory building the report\n");
     free(recs);
     return -1;
+  }
+  if (table.baseline < 0 && !baseline_given && table.n_allocs > 0) {
+    /* Runs without the default baseline (--from on an --allocators run). */
+    static char first[BENCH_NAME_MAX];
+    snprintf(first, sizeof first, "%s", table.allocs[0]);
+    baseline = first;
+    bench_table_free(&table);
+    if (bench_table_build_metric(recs, n, baseline, metric, &table)) {
+      fprintf(stderr, "tessera bench: out of memory building the report\n");
+      free(recs);
+      return -1;
+    }
   }
   bench_table_print(stdout, &table);
   fflush(stdout);
@@ -788,13 +800,13 @@ int cmd_bench(int argc, char **argv) {
     int found = read_machine_field(c.from_dir, "command", original, sizeof original);
     measured_date[0] = '\0';
     read_machine_field(c.from_dir, "date", measured_date, sizeof measured_date);
-    if (!found) return write_reports(c.from_dir, command, c.baseline, c.metric, c.charts) ? 1 : 0;
+    if (!found) return write_reports(c.from_dir, command, c.baseline, c.baseline_given, c.metric, c.charts) ? 1 : 0;
     if (n_notes < MAX_NOTES) {
       char note[2100];
       snprintf(note, sizeof note, "report rebuilt from results.csv by: %s", command);
       notes[n_notes++] = strdup(note);
     }
-    return write_reports(c.from_dir, original, c.baseline, c.metric, c.charts) ? 1 : 0;
+    return write_reports(c.from_dir, original, c.baseline, c.baseline_given, c.metric, c.charts) ? 1 : 0;
   }
 
   printf("tessera bench: %s\n", c.quick == 1 ? "quick smoke run" : c.quick == -1 ? "full suite" : "default suite");
@@ -957,7 +969,7 @@ int cmd_bench(int argc, char **argv) {
   fclose(failures);
   printf("%zu runs in %.0f s, %zu failed\n", done, (double)time(NULL) - suite_start, failed);
 
-  int rc = write_reports(dir, command, c.baseline, c.metric, c.charts);
+  int rc = write_reports(dir, command, c.baseline, 1, c.metric, c.charts);
   point_latest(c.out_root, stamp);
   printf("\nresults: %s/ (results.csv, results.json, report.md, machine.txt, charts)\n", dir);
   return rc ? 1 : 0;

@@ -250,7 +250,7 @@ static void summary_row_md(FILE *f, const bench_table_t *t, const char *label, c
 }
 
 void bench_table_print(FILE *out, const bench_table_t *t) {
-  int label_w = 10, cell_w = 15;
+  int label_w = 18, cell_w = 15; /* 18: room for "geomean seed rows" */
   for (size_t r = 0; r < t->n_rows; r++)
     if ((int)strlen(t->rows[r].label) + 1 > label_w) label_w = (int)strlen(t->rows[r].label) + 1;
   char buf[96];
