@@ -123,6 +123,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   soak_require_tessera();
+  /* The main thread gets a heap of its own before it collects: a thread
+   * that never allocated cannot collect abandoned pages (a separate bug,
+   * tested by soak_collect_fresh.c), and this test is about hand-off. */
+  soak_free(soak_malloc(1));
   tes_collect(true);
   tes_stats_t before, after;
   tes_stats_get(&before);
@@ -145,6 +149,7 @@ int main(int argc, char **argv) {
          (unsigned long long)count, pairs, pairs,
          (unsigned long long)(after.cross_thread_frees - before.cross_thread_frees),
          (long long)before.in_use.current, (long long)after.in_use.current);
+  fflush(stdout);
   SOAK_CHECK(count == blocks_total);
   SOAK_CHECK(sum == want_sum);
   /* Nothing stranded: every cross-thread free is accounted for. */
