@@ -857,6 +857,7 @@ int cmd_lab(int argc, char **argv) {
       goto out;
     }
     driver_totals(runs[p].results, traces.n, ref, &runs[p].totals);
+    if (driver_is_system(chosen[p])) runs[p].totals.has_index = false;  /* no utilization */
     all_valid &= runs[p].totals.all_valid;
   }
 
