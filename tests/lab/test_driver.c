@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "driver.h"
 #include "memlib.h"
@@ -22,7 +23,8 @@ static int failures;
 /* ---- fake policies over memlib ---------------------------------------------- */
 
 /* The fault each fake policy injects. */
-enum fault_e { F_NONE, F_MISALIGN, F_OUTSIDE, F_OVERLAP, F_CLOBBER, F_NOCOPY, F_NULL, F_CHECK };
+enum fault_e { F_NONE, F_MISALIGN, F_OUTSIDE, F_OVERLAP, F_CLOBBER, F_NOCOPY, F_NULL, F_CHECK, F_REPORT };
+static int report_fd = -1;  /* F_REPORT: where the crash context is written */
 static enum fault_e fault;
 static size_t fake_align;
 static int calls;           /* malloc/realloc calls since init */
@@ -44,6 +46,7 @@ static void *fake_malloc(size_t size) {
   if (size == 0) return NULL;
   calls++;
   if (fault == F_NULL && calls == 3) return NULL;
+  if (fault == F_REPORT && calls == 3) driver_write_current_op(report_fd);  /* as a crash handler would */
   if (fault == F_OVERLAP && calls == 3) return last_block + 16;
   if (fault == F_OUTSIDE && calls == 3) {
     static _Alignas(16) char elsewhere[64];
@@ -193,6 +196,27 @@ static void test_faults(driver_t *d) {
   trace_free(&t);
 }
 
+/* The crash context a signal handler prints names the op being replayed,
+ * and nothing is written outside a correctness pass. */
+static void test_crash_context(driver_t *d) {
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  report_fd = fds[1];
+  trace_t t;
+  load(&t, small_trace);
+  driver_result_t r;
+  fault = F_REPORT;
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_only = true}, &r) == 0);
+  fault = F_NONE;
+  driver_write_current_op(fds[1]);  /* outside a pass: nothing */
+  close(fds[1]);
+  char buf[256] = {0};
+  ssize_t n = read(fds[0], buf, sizeof buf - 1);
+  close(fds[0]);
+  CHECK(n > 0 && !strcmp(buf, "small.rep:7: op 3 (policy fake)"));
+  trace_free(&t);
+}
+
 static void test_out_of_memory(driver_t *d) {
   /* A 64 KiB heap cannot hold a 100000-byte block: legitimately NULL, and
    * reported as out of memory (the run is invalid). */
@@ -296,6 +320,7 @@ int main(void) {
   driver_t *d = driver_new();
   test_correct_policy(d);
   test_faults(d);
+  test_crash_context(d);
   test_out_of_memory(d);
   test_overlap_many(d);
   test_large_block_contents(d);
