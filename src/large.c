@@ -18,7 +18,7 @@ tes_segment_t *tes_large_list;
 
 #define LARGE_HEADER_BYTES (offsetof(tes_segment_t, pages) + sizeof(tes_page_t))
 #define LARGE_MAX_SIZE ((size_t)1 << 46)
-#define LARGE_TAIL_PURGE ((size_t)256 * 1024) /* purge a reused segment's dirty tail beyond this */
+#define LARGE_TAIL_PURGE ((size_t)1 << 20) /* purge a reused segment's dirty tail beyond this */
 
 void tes_large_lock(void) { tes_lock(&large_lock); }
 void tes_large_unlock(bool child) {
@@ -84,9 +84,12 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
   seg->size = seg_size;
   seg->dirty_end = dirty;
   if (purged) tes_os_commit_note((int64_t)purged); /* the whole span counts as committed again */
-  /* A reused segment may still hold a previous, longer block's dirty tail:
-   * it is given back when the segment next idles in the cache (purge delay),
-   * not here, so reuse costs no system call. */
+  /* A reused segment may hold a dirty tail beyond the new block (a previous,
+   * longer block, or a whole segment of small pages): give it back now when
+   * it is more than LARGE_TAIL_PURGE, so RSS follows what is in use; a
+   * shorter tail waits for the segment's next idle time in the cache, so
+   * large blocks cycling through the cache cost no system call. */
+  purge_tail(seg, offset + usable);
   if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
   seg->page_shift = 63;
   seg->kind = TES_SEG_LARGE;
