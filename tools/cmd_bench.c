@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -779,6 +780,16 @@ static void list_everything(const bench_config_t *c) {
   printf("\nGroups usable with --workloads: seed fit traces mt memory real\n");
 }
 
+/* Ctrl-C or SIGTERM: the workload (its own process group, so the terminal's
+ * signal missed it) dies with us; results.csv keeps the runs so far. */
+static void on_interrupt(int sig) {
+  bench_kill_current();
+  static const char msg[] = "\ntessera bench: interrupted; the runs so far are in results.csv\n";
+  if (write(2, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 int cmd_bench(int argc, char **argv) {
@@ -878,6 +889,9 @@ int cmd_bench(int argc, char **argv) {
   printf("\nrows: %zu, runs: %d, scale: %g, results: %s\n", n_jobs, c.runs, c.scale, dir);
   fflush(stdout);
 
+  signal(SIGINT, on_interrupt);
+  signal(SIGTERM, on_interrupt);
+  signal(SIGHUP, on_interrupt);
   int tty = isatty(1);
   int counters_work = 1; /* instructions per run, while the kernel offers them */
   size_t total = (size_t)c.runs * n_jobs * n_allocs, done = 0, failed = 0;

@@ -124,6 +124,20 @@ static int open_counter(pid_t pid, bench_counter_t counter) {
   return (int)syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/* Process group of the run in progress (0: none), for bench_kill_current. */
+static volatile sig_atomic_t current_group;
+
+void bench_kill_current(void) {
+  pid_t group = (pid_t)current_group;
+  if (group <= 0) return;
+  /* SIGTERM first so a driver can stop its server and remove its files,
+   * then SIGKILL whatever is left a moment later. */
+  killpg(group, SIGTERM);
+  struct timespec pause = {0, 200 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  killpg(group, SIGKILL);
+}
+
 void bench_outcome_free(bench_outcome_t *o) {
   free(o->out);
   free(o->err);
@@ -182,6 +196,7 @@ int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *o) {
     _exit(127);
   }
   setpgid(pid, pid); /* also from the parent, so killpg works whoever runs first */
+  current_group = pid;
   close(out_pipe[1]);
   close(err_pipe[1]);
   close(go_pipe[0]);
@@ -242,6 +257,7 @@ int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *o) {
       break;
     }
   }
+  current_group = 0;
   if (pidfd >= 0) close(pidfd);
   o->counter = -1;
   if (counter_fd >= 0) {

@@ -50,6 +50,11 @@ int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *outcome);
 
 void bench_outcome_free(bench_outcome_t *outcome);
 
+/* Kills the process group of the run in progress, if any. Async-signal-safe:
+ * for the runner's SIGINT/SIGTERM handler, since a workload runs in its own
+ * process group and would not see the terminal's Ctrl-C. */
+void bench_kill_current(void);
+
 /* "SIGSEGV" for 11, ...; "SIG<n>" for unknown numbers (static buffer). */
 const char *bench_signal_name(int sig);
 

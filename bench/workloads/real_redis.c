@@ -21,7 +21,7 @@
 
 static char dir[PATH_MAX] = "";
 static char sock[PATH_MAX + 16];
-static pid_t server = -1;
+static volatile pid_t server = -1;
 
 /* Stops the server; returns 1 when it had already died abnormally or did not
  * exit cleanly on SIGTERM. */
@@ -61,6 +61,26 @@ static int accepts_connections(void) {
   return ok;
 }
 
+static volatile pid_t client = -1;
+
+/* SIGTERM/SIGINT (the runner's timeout or Ctrl-C): stop both processes and
+ * remove the socket directory, using only async-signal-safe calls. */
+static void on_terminate(int sig) {
+  (void)sig;
+  if (server > 0) kill(server, SIGKILL);
+  if (client > 0) kill(client, SIGKILL);
+  unlink(sock);
+  static char dump[PATH_MAX + 16];
+  size_t n = strlen(dir);
+  if (n > 0 && n + sizeof "/dump.rdb" < sizeof dump) {
+    memcpy(dump, dir, n);
+    memcpy(dump + n, "/dump.rdb", sizeof "/dump.rdb");
+    unlink(dump);
+    rmdir(dir);
+  }
+  _exit(143);
+}
+
 static void fail(const char *what) {
   struct rusage ru;
   stop_server(&ru);
@@ -79,6 +99,8 @@ int main(int argc, char **argv) {
   snprintf(sock, sizeof sock, "%s/redis.sock", dir);
   if (strlen(sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) fail("TMPDIR is too long for a unix socket path");
 
+  signal(SIGTERM, on_terminate);
+  signal(SIGINT, on_terminate);
   fflush(stdout);
   server = fork();
   if (server < 0) fail("fork failed");
@@ -105,7 +127,7 @@ int main(int argc, char **argv) {
   int out[2];
   if (pipe(out)) fail("pipe failed");
   double t0 = wl_now();
-  pid_t client = fork();
+  client = fork();
   if (client < 0) fail("fork failed");
   if (client == 0) {
     unsetenv("LD_PRELOAD"); /* the client is not what is being compared */
