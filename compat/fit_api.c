@@ -13,6 +13,14 @@
  * free thread arena (more than FIT_MAX_THREAD_ARENAS alive) falls back to the
  * locked arena.
  *
+ * fork(): pthread_atfork handlers (registered once, at the first use of any
+ * arena; glibc keeps the first registrations in static storage, so this does
+ * not allocate) take the locked arena's mutex and then the break lock before
+ * the fork, in the order the allocator itself takes them, and release them
+ * after it, so a child forked while another thread was inside
+ * ts_malloc_lock or growing the break does not inherit a held lock. Thread
+ * heaps of threads that do not exist in the child stay claimed there.
+ *
  * The remote path reads only the header's owner field, which nobody writes
  * while the block is allocated; the owner may be rewriting the neighbouring
  * fields (prev_units, the FIT_LAST flag) at the same time.
@@ -36,6 +44,25 @@ static fit_arena_t fit_thread_arenas[FIT_MAX_THREAD_ARENAS];
 static _Thread_local fit_arena_t *fit_my_arena;
 static pthread_key_t fit_thread_key;
 static pthread_once_t fit_thread_key_once = PTHREAD_ONCE_INIT;
+
+static pthread_once_t fit_fork_once = PTHREAD_ONCE_INIT;
+
+static void fit_fork_prepare(void) {
+  pthread_mutex_lock(&fit_locked_mutex);
+  fit_brk_fork_prepare();
+}
+static void fit_fork_parent(void) {
+  fit_brk_fork_parent();
+  pthread_mutex_unlock(&fit_locked_mutex);
+}
+static void fit_fork_child(void) {
+  fit_brk_fork_child();
+  pthread_mutex_init(&fit_locked_mutex, NULL);
+}
+static void fit_register_fork_handlers_once(void) {
+  (void)pthread_atfork(fit_fork_prepare, fit_fork_parent, fit_fork_child);
+}
+void fit_register_fork_handlers(void) { pthread_once(&fit_fork_once, fit_register_fork_handlers_once); }
 
 static atomic_int fit_impl_choice; /* 0 = not read yet, 1 = naive, 2 = fast */
 

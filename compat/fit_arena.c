@@ -8,6 +8,7 @@
 
 void fit_arena_prepare(fit_arena_t *a) {
   if (a->index_kind != FIT_INDEX_NONE) return;
+  fit_register_fork_handlers();
   if (fit_use_naive())
     a->index_kind = FIT_INDEX_LIST;
   else

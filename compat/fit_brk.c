@@ -39,6 +39,11 @@
 static pthread_mutex_t fit_brk_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic unsigned long fit_segment_bytes;
 
+void fit_brk_fork_prepare(void) { pthread_mutex_lock(&fit_brk_lock); }
+void fit_brk_fork_parent(void) { pthread_mutex_unlock(&fit_brk_lock); }
+/* The child has one thread, the one that forked, and it holds the lock. */
+void fit_brk_fork_child(void) { pthread_mutex_init(&fit_brk_lock, NULL); }
+
 unsigned long fit_brk_segment_bytes(void) {
   return atomic_load_explicit(&fit_segment_bytes, memory_order_relaxed);
 }

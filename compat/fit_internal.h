@@ -193,6 +193,11 @@ static inline uint64_t fit_treap_priority(const fit_block_t *b) {
 fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need);
 /* Bytes obtained from sbrk so far, all arenas. */
 unsigned long fit_brk_segment_bytes(void);
+/* fork() support: take / release / reset the break lock (fit_api.c registers
+ * them with pthread_atfork, after its own lock). */
+void fit_brk_fork_prepare(void);
+void fit_brk_fork_parent(void);
+void fit_brk_fork_child(void);
 
 /* --- the allocator over one arena (fit_arena.c) ------------------------- */
 void fit_arena_prepare(fit_arena_t *a); /* chooses the index on first use */
@@ -203,6 +208,7 @@ void fit_report_bad_free(const char *who, const void *ptr, const char *why);
 
 /* --- implementation choice and arenas (fit_api.c) ----------------------- */
 int fit_use_naive(void); /* TESSERA_FIT_IMPL=naive, read once */
+void fit_register_fork_handlers(void); /* once, at the first use of any arena */
 fit_arena_t *fit_arena_by_id(uint32_t id);
 unsigned fit_arena_count(void); /* ids to scan: 1 .. FIT_ARENA_THREAD0+N */
 
