@@ -102,7 +102,7 @@ void tes_free_slow(void *p) {
   if (seg == NULL) return;
   if (seg->kind == TES_SEG_LARGE) {
 #if TES_SECURE
-    tes_secure_check_free(seg, &seg->pages[0], p);
+    if (!tes_secure_check_free(seg, &seg->pages[0], p)) return; /* reported */
 #endif
     if (tes_tls_heap == &tes_heap_empty) tes_thread_heap_init();
     count_free(true);
@@ -111,7 +111,7 @@ void tes_free_slow(void *p) {
   }
   tes_page_t *page = tes_page_of(seg, p);
 #if TES_SECURE
-  tes_secure_check_free(seg, page, p);
+  if (!tes_secure_check_free(seg, page, p)) return; /* reported */
 #endif
   tes_heap_t *heap = tes_tls_heap;
   if (tes_unlikely(heap == &tes_heap_empty)) {

@@ -65,22 +65,25 @@ void tes_secure_check_padding(tes_page_t *page, void *p) {
   if (!ok) tes_report_error(TES_ERR_OVERFLOW, p, page);
 }
 
-void tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
+bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
   if (seg->cookie != ((uintptr_t)seg ^ tes_process_key)) {
     tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
-    return;
+    return false;
   }
   if (seg->kind == TES_SEG_LARGE) {
-    if ((uint8_t *)p != page->area || !page->in_use) tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
-    else tes_secure_check_padding(page, p);
-    return;
+    if ((uint8_t *)p != page->area || !page->in_use) {
+      tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
+      return false;
+    }
+    tes_secure_check_padding(page, p);
+    return true;
   }
   const uint8_t *area = page->area;
   size_t offset = (size_t)((const uint8_t *)p - area);
   if (!page->in_use || (const uint8_t *)p < area || offset % page->block_size != 0 ||
       offset / page->block_size >= page->capacity) {
     tes_report_error(TES_ERR_INVALID_FREE, p, page->in_use ? page : NULL);
-    return;
+    return false;
   }
   /* A freed block's first word is an encoded link: NULL or a block of this
    * page. Only then search the lists (cheap filter, exact answer). */
@@ -90,9 +93,10 @@ void tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
                                   (link - (uintptr_t)area) % page->block_size == 0);
   if (looks_free && tes_page_contains_free(page, (tes_block_t *)p)) {
     tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
-    return;
+    return false;
   }
-  tes_secure_check_padding(page, p);
+  tes_secure_check_padding(page, p); /* an overflow is reported; the block is still freed */
+  return true;
 }
 
 void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
