@@ -209,7 +209,8 @@ int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *o) {
   if (write(go_pipe[1], "g", 1) != 1) { /* child died before exec: reaped below */ }
   close(go_pipe[1]);
 
-  int out_open = 1, err_open = 1, exited = 0, timed_out = 0, status = 0;
+  int out_open = 1, err_open = 1, exited = 0, timed_out = 0, killed = 0, status = 0;
+  double kill_at = 0;
   double end = 0, next_sample = start;
   struct rusage ru;
   memset(&ru, 0, sizeof ru);
@@ -221,9 +222,17 @@ int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *o) {
       next_sample = t + spec->sample_every_s;
     }
     if (!exited && !timed_out && t - start > spec->timeout_s) {
+      /* SIGTERM lets a driver clean up (redis: its socket directory);
+       * SIGKILL follows after a grace second. */
+      killpg(pid, SIGTERM);
+      kill(pid, SIGTERM);
+      timed_out = 1;
+      kill_at = t + 1.0;
+    }
+    if (!exited && timed_out && !killed && t >= kill_at) {
       killpg(pid, SIGKILL);
       kill(pid, SIGKILL);
-      timed_out = 1;
+      killed = 1;
     }
     struct pollfd pfd[3];
     int n = 0, idx_out = -1, idx_err = -1, idx_pid = -1;
@@ -232,7 +241,7 @@ int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *o) {
     if (!exited && pidfd >= 0) { pfd[n].fd = pidfd; pfd[n].events = POLLIN; idx_pid = n++; }
     int wait_ms = 1;
     if (pidfd >= 0 || exited) {
-      double until = start + spec->timeout_s;
+      double until = timed_out ? kill_at : start + spec->timeout_s;
       if (spec->sample_every_s > 0 && next_sample < until) until = next_sample;
       wait_ms = (int)((until - t) * 1000.0) + 1;
       if (wait_ms < 1) wait_ms = 1;

@@ -62,6 +62,12 @@ int main(void) {
   CHECK(strstr(o.out, "never") == NULL);
   bench_outcome_free(&o);
 
+  /* A program that ignores SIGTERM is still ended (SIGKILL after grace). */
+  run_sh("trap '' TERM; sleep 30 & sleep 30", NULL, 0.3, 0, &o);
+  CHECK(!strcmp(o.status, "timeout"));
+  CHECK(o.wall_s > 1.0 && o.wall_s < 5);
+  bench_outcome_free(&o);
+
   /* LD_PRELOAD is set for the child only, and cleared for the system run.
    * An empty-named preload would make the loader complain; use a real
    * library that is always there. */
