@@ -70,6 +70,7 @@ typedef struct core_cfg_s {
   unsigned small_chunk_shift;      /* the chunk is the live small bytes >> this, */
   unsigned small_chunk_heap_shift; /* but at most the heap size >> this */
   size_t split_min;         /* smallest remainder worth splitting off (>= BLOCK_MIN) */
+  size_t min_block;         /* smallest block (>= BLOCK_MIN; larger only to show its cost) */
   enum core_fit fit;        /* index-specific: how a block is chosen */
   enum core_order order;    /* index-specific: where a freed block goes */
   unsigned fine_classes;    /* index-specific: segregated class spacing */
@@ -117,10 +118,15 @@ CORE_INLINE size_t core_overhead(core_cfg_t cfg) {
   return cfg.footerless ? TAG_WORD : 2 * TAG_WORD;
 }
 
-/* Block size for a request: payload plus tags, aligned, at least BLOCK_MIN. */
+CORE_INLINE size_t core_min_block(core_cfg_t cfg) {
+  return cfg.min_block > BLOCK_MIN ? cfg.min_block : BLOCK_MIN;
+}
+
+/* Block size for a request: payload plus tags, aligned, at least the
+ * minimal block. */
 CORE_INLINE size_t core_asize(core_cfg_t cfg, size_t size) {
   size_t a = (size + core_overhead(cfg) + core_align - 1) & ~(core_align - 1);
-  return a < BLOCK_MIN ? BLOCK_MIN : a;
+  return a < core_min_block(cfg) ? core_min_block(cfg) : a;
 }
 
 /* Small-block accounting (cfg.small_max): a block counts as small when its
@@ -133,7 +139,7 @@ CORE_INLINE void core_small_account(core_cfg_t cfg, size_t block_size, int sign)
 }
 
 CORE_INLINE size_t core_split_min(core_cfg_t cfg) {
-  return cfg.split_min > BLOCK_MIN ? cfg.split_min : BLOCK_MIN;
+  return cfg.split_min > core_min_block(cfg) ? cfg.split_min : core_min_block(cfg);
 }
 
 static int core_init(core_cfg_t cfg, size_t align) {

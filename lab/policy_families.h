@@ -27,6 +27,7 @@ extern const lab_policy_t lab_policy_segregated_fine_first;
 extern const lab_policy_t lab_policy_segregated_fine_best;
 extern const lab_policy_t lab_policy_segregated_deferred;
 extern const lab_policy_t lab_policy_segregated_split64;
+extern const lab_policy_t lab_policy_segregated_min32;
 extern const lab_policy_t lab_policy_segregated_nofooter;
 extern const lab_policy_t lab_policy_segregated_realloc;
 extern const lab_policy_t lab_policy_segregated_apart;

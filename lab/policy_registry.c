@@ -21,6 +21,7 @@ static const lab_policy_t *const policies[] = {
   &lab_policy_segregated_fine_best,
   &lab_policy_segregated_deferred,
   &lab_policy_segregated_split64,
+  &lab_policy_segregated_min32,
   &lab_policy_segregated_nofooter,
   &lab_policy_segregated_realloc,
   &lab_policy_segregated_apart,

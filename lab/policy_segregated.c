@@ -11,11 +11,17 @@
  * request's class; best fit takes the smallest block of the first class that
  * has one that fits (every block of a higher class fits). Lists are LIFO.
  *
- * The policies, in progression order (each adds one thing to the previous):
+ * The policies, in progression order:
  *   segregated-pow2-first, segregated-pow2-best, segregated-fine-first,
  *   segregated-fine-best        header+footer, immediate coalescing;
+ * three variants of segregated-fine-best, one change each:
  *   segregated-deferred         coalesce only when a search fails;
  *   segregated-split64          only split when the rest is >= 64 bytes;
+ *   segregated-min32            32-byte minimal blocks, what 8-byte pointer
+ *                               links would need (every other policy gets
+ *                               16 from its 32-bit links): the cost of the
+ *                               minimal block size;
+ * and the refinements, each adding to the one before:
  *   segregated-nofooter         footerless allocated blocks (prev-allocated
  *                               bit), and a free last block is extended by
  *                               only what is missing;
@@ -152,6 +158,9 @@ SEG_POLICY(lab_policy_segregated_deferred, "segregated-deferred",
 SEG_POLICY(lab_policy_segregated_split64, "segregated-split64",
            "segregated-fine-best, but splits only when the rest is at least 64 bytes",
            .fine_classes = 1, .fit = FIT_BEST, .split_min = 64)
+SEG_POLICY(lab_policy_segregated_min32, "segregated-min32",
+           "segregated-fine-best with 32-byte minimal blocks, as 8-byte pointer links need",
+           .fine_classes = 1, .fit = FIT_BEST, .min_block = 32)
 SEG_POLICY(lab_policy_segregated_nofooter, "segregated-nofooter",
            "segregated-fine-best, footerless allocated blocks, free last block extended",
            .fine_classes = 1, .fit = FIT_BEST, .footerless = 1, .extend_missing = 1)
