@@ -67,6 +67,11 @@ void tes_process_init(void) {
     atomic_store(&random_counter, tes_os_random_seed());
     tes_process_key = (uintptr_t)tes_random_next();
     tes_options_init();
+    if (tes_opt(TES_OPTION_VERBOSE))
+      tes_message("libtessera %d.%d%s: page size %zu, purge delay %ld ms (%s), segment cache %ld, huge pages %ld",
+                  TESSERA_VERSION_MAJOR, TESSERA_VERSION_MINOR, TES_SECURE ? " (hardened)" : "", tes_os_page_size(),
+                  tes_opt(TES_OPTION_PURGE_DELAY_MS), tes_opt(TES_OPTION_PURGE_DECOMMIT) ? "MADV_DONTNEED" : "MADV_FREE",
+                  tes_opt(TES_OPTION_SEGMENT_CACHE), tes_opt(TES_OPTION_HUGE_PAGES));
     atomic_store_explicit(&process_state, 2, memory_order_release);
     return;
   }

@@ -183,6 +183,8 @@ tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
     /* Out of address space or mappings: drop the cache and try once more. */
     tes_cache_purge(true);
     seg = map_segment(size, alignment);
+    if (seg == NULL && tes_opt(TES_OPTION_VERBOSE))
+      tes_message("out of memory: cannot map %zu bytes (alignment %zu)", size, alignment);
   }
   return seg;
 }
