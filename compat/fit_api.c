@@ -185,7 +185,7 @@ FIT_API void ff_free(void *ptr) {
  * else (no exact fit, coalescing, large blocks, bad frees) takes the general
  * out-of-line path. */
 static inline void *fit_bins_malloc(fit_arena_t *a, size_t size) {
-  if (__builtin_expect(a->index_kind == FIT_INDEX_SIZE_BINS && size < FIT_BIN_LIMIT - FIT_HEADER_SIZE, 1)) {
+  if (__builtin_expect(a->index_kind == FIT_INDEX_SIZE_BINS && size < FIT_BIN_LIMIT - FIT_HEADER_SIZE - FIT_ALIGN, 1)) {
     size_t need = (size + FIT_HEADER_SIZE + FIT_ALIGN - 1) & ~(size_t)(FIT_ALIGN - 1);
     if (need < FIT_MIN_BLOCK) need = FIT_MIN_BLOCK;
     size_t i = need / FIT_ALIGN;

@@ -196,6 +196,31 @@ static void case_too_large(const fit_test_api_t *api) {
   CHECK_HEAP();
 }
 
+/* Requests around the largest exact-size bin (fast best fit switches from
+ * bins to its tree there): every size must round-trip, and frees and reuse
+ * must keep the heap consistent. (Under UBSan this caught an index one past
+ * the bins.) */
+static void case_bin_boundary(const fit_test_api_t *api) {
+  enum { N = 48 };
+  char *p[N];
+  size_t base = FIT_BIN_LIMIT - FIT_HEADER_SIZE - N / 2;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < N; i++) {
+      p[i] = api->alloc(base + (size_t)i);
+      CHECK(p[i] != NULL);
+      CHECK(fit_size(fit_header_of(p[i])) >= fit_test_block_size(base + (size_t)i));
+      memset(p[i], i, base + (size_t)i);
+    }
+    CHECK_HEAP();
+    for (int i = 0; i < N; i += 2) api->release(p[i]); /* holes, reused next round */
+    for (int i = 1; i < N; i += 2) {
+      for (size_t k = 0; k < base + (size_t)i; k += 4096) CHECK(p[i][k] == (char)i);
+      api->release(p[i]);
+    }
+    CHECK_HEAP();
+  }
+}
+
 /* Runs fn with stderr captured; returns what it wrote. */
 static void capture_stderr(void (*fn)(const fit_test_api_t *), const fit_test_api_t *api, char *out,
                            size_t outlen) {
@@ -266,7 +291,7 @@ int main(void) {
       {"coalesce_prev_next", case_coalesce_prev_next}, {"coalesce_next_prev", case_coalesce_next_prev},
       {"policy", case_policy},                   {"zero_null_alignment", case_zero_null_alignment},
       {"segment_accounting", case_segment_accounting}, {"too_large", case_too_large},
-      {"bad_free", case_bad_free},               {"cross_free", case_cross_free},
+      {"bad_free", case_bad_free},             {"bin_boundary", case_bin_boundary},               {"cross_free", case_cross_free},
   };
   const char *impl = getenv("TESSERA_FIT_IMPL");
   printf("implementation: %s\n", impl && strcmp(impl, "naive") == 0 ? "naive" : "fast");
