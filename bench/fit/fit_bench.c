@@ -36,7 +36,7 @@ static void usage(const char *prog, const char *why) {
   exit(2);
 }
 
-static void free_or_ignore(void *p) { free(p); }
+static void free_plain(void *p) { free(p); }
 static void *malloc_plain(size_t n) { return malloc(n); }
 
 void fit_bench_init(fit_bench_t *fb, const char *workload, long default_iters, int argc, char **argv) {
@@ -73,7 +73,7 @@ void fit_bench_init(fit_bench_t *fb, const char *workload, long default_iters, i
     fb->variant = is_naive ? "naive" : "fast";
   } else if (strcmp(fb->impl, "malloc") == 0) {
     fb->alloc = malloc_plain;
-    fb->release = free_or_ignore;
+    fb->release = free_plain;
     fb->variant = "system";
   } else {
     usage(argv[0], "--impl must be ff, bf or malloc");
