@@ -198,7 +198,9 @@ static void print_library_options(const char *library) {
     }
     printf("  %-30s %10d  %-24s %s\n", "TESSERA_HEAP_REPORT", 0, "0..1", "(set by --heap-report)");
   }
-  if (handle) dlclose(handle);
+  /* No dlclose: the library registered fork handlers and a thread key when
+   * it started; leaving it mapped until this short-lived process exits is
+   * the safe choice. */
   for (int i = 0; i < saved_count; i++) {
     putenv(saved[i]); /* environ keeps the string: not freed */
   }
