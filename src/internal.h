@@ -122,6 +122,7 @@ struct tes_page_s {
   int64_t live_base;           /* live count when the stats above were last folded */
   int64_t purge_expire;        /* ms clock when a retired page may be purged */
   uintptr_t key;               /* secure build: free-list encoding key */
+  uint64_t reciprocal;         /* secure build: 2^40 / block_size + 1 (division-free block check) */
 };
 
 /* ---- segment ------------------------------------------------------------- */

@@ -31,6 +31,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   page->next = page->prev = NULL;
 #if TES_SECURE
   page->key = (uintptr_t)tes_random_next() | 1;
+  page->reciprocal = ((uint64_t)1 << 40) / block_size + 1;
 #else
   page->key = 0;
 #endif

@@ -18,6 +18,7 @@
 
 #define PATTERN 0xBD
 #define PATTERN_BYTES 8
+#define PATTERN_WORD 0xBDBDBDBDBDBDBDBDull
 
 typedef struct padding_s {
   uintptr_t canary;
@@ -41,7 +42,12 @@ void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
   pad->requested = requested ^ page->key;
   uint8_t *tail = (uint8_t *)p + requested;
   size_t room = (size_t)((uint8_t *)pad - tail);
-  memset(tail, PATTERN, room < PATTERN_BYTES ? room : PATTERN_BYTES);
+  if (room >= PATTERN_BYTES) {
+    uint64_t word = PATTERN_WORD;
+    memcpy(tail, &word, sizeof word); /* one unaligned store */
+  } else {
+    for (size_t i = 0; i < room; i++) tail[i] = PATTERN;
+  }
 }
 
 size_t tes_secure_requested(const tes_page_t *page, const void *p) {
@@ -57,8 +63,13 @@ void tes_secure_check_padding(tes_page_t *page, void *p) {
   if (ok && requested <= page->block_size - sizeof(padding_t)) {
     const uint8_t *tail = (const uint8_t *)p + requested;
     size_t room = (size_t)((const uint8_t *)pad - tail);
-    if (room > PATTERN_BYTES) room = PATTERN_BYTES;
-    for (size_t i = 0; i < room; i++) ok &= tail[i] == PATTERN;
+    if (room >= PATTERN_BYTES) {
+      uint64_t word;
+      memcpy(&word, tail, sizeof word);
+      ok = word == PATTERN_WORD;
+    } else {
+      for (size_t i = 0; i < room; i++) ok &= tail[i] == PATTERN;
+    }
   } else {
     ok = false;
   }
@@ -80,8 +91,11 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
   }
   const uint8_t *area = page->area;
   size_t offset = (size_t)((const uint8_t *)p - area);
-  if (!page->in_use || (const uint8_t *)p < area || offset % page->block_size != 0 ||
-      offset / page->block_size >= page->capacity) {
+  /* offset / block_size by multiplication (exact for offsets < 2^19 and
+   * blocks < 2^21, see tes_page_init); a block start iff it divides back. */
+  size_t index = (size_t)(((uint64_t)offset * page->reciprocal) >> 40);
+  if (!page->in_use || (const uint8_t *)p < area || offset >= ((size_t)1 << TES_MEDIUM_PAGE_SHIFT) ||
+      index * page->block_size != offset || index >= page->capacity) {
     tes_report_error(TES_ERR_INVALID_FREE, p, page->in_use ? page : NULL);
     return false;
   }
@@ -89,8 +103,7 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
    * page. Only then search the lists (cheap filter, exact answer). */
   uintptr_t link = (uintptr_t)tes_block_next(page, (tes_block_t *)p);
   bool looks_free = link == 0 || (link >= (uintptr_t)area &&
-                                  link < (uintptr_t)area + (size_t)page->capacity * page->block_size &&
-                                  (link - (uintptr_t)area) % page->block_size == 0);
+                                  link < (uintptr_t)area + (size_t)page->capacity * page->block_size);
   if (looks_free && tes_page_contains_free(page, (tes_block_t *)p)) {
     tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
     return false;

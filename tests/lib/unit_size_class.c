@@ -53,6 +53,19 @@ int main(void) {
     CHECK(page / bs >= (bs <= TES_SMALL_BLOCK_MAX ? 8u : 4u), "class %zu: %zu blocks per page", bs, page / bs);
   }
 
+  /* The hardened build's division-free block check (secure.c): with
+   * reciprocal = 2^40 / bs + 1, (offset * reciprocal) >> 40 == offset / bs
+   * for every class and every offset inside a page. */
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    size_t bs = tes_class_size(c);
+    uint64_t reciprocal = ((uint64_t)1 << 40) / bs + 1;
+    size_t page = (size_t)1 << TES_MEDIUM_PAGE_SHIFT;
+    size_t bad = 0;
+    for (size_t offset = 0; offset < page; offset += 16)
+      bad += (size_t)((offset * reciprocal) >> 40) != offset / bs;
+    CHECK(bad == 0, "class %zu: %zu offsets divide wrongly", bs, bad);
+  }
+
   /* The fast path's direct table index (size + 15) / 16 serves exactly the
    * block size tes_class_of picks, for every size up to TES_DIRECT_MAX. */
   tes_heap_t *heap = tes_heap_new();
