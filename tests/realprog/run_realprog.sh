@@ -124,8 +124,10 @@ EOF
 case_python() {
   need python3 python3
   [ -n "$python_bin" ] || skip "python3 does not start"
+  local testsuite
+  testsuite=$("$python_bin" -c 'import sys; print("libpython%d.%d-testsuite" % sys.version_info[:2])')
   "$python_bin" -c "import test.libregrtest" 2>/dev/null ||
-    skip "python3's regression test package is not installed (apt-get install libpython3-testsuite)"
+    skip "python3's regression test package is not installed (apt-get install $testsuite)"
   check_preload_active "$python_bin" -c "pass"
   compare_runs python_tests python_tests
 }
