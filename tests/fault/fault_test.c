@@ -285,11 +285,11 @@ static void check_huge_realloc_mremap(void) {
     CHECK(fault_intact(b));
   }
   tes_fault_clear();
-  q = tes_realloc(b->ptr, 256 * MiB);
+  q = tes_realloc(b->ptr, 96 * MiB);
   CHECK(q != NULL);
   b->ptr = q;
   CHECK(fault_intact(b));
-  b->size = 256 * MiB;
+  b->size = 96 * MiB;
   fault_fill(b);
   pool_free_all();
 }
@@ -387,7 +387,7 @@ static void check_calloc(void) {
  * mmap failing: NULL/ENOMEM and the old block intact, at each step. */
 static void check_realloc_move(void) {
   static const size_t steps[] = {100, 1000, 20 * KiB, 300 * KiB, 3 * MiB, 48 * MiB};
-  enum { N = 64 };
+  enum { N = 24 };
   for (int i = 0; i < N; i++) pool_add(tes_malloc(steps[0]), steps[0]);
   /* Fill the small pages so growth needs a fresh segment. */
   for (int i = 0; i < 20000; i++) pool_add(tes_malloc(1000), 1000);
