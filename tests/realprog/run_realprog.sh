@@ -126,10 +126,18 @@ case_python() {
   [ -n "$python_bin" ] || skip "python3 does not start"
   local testsuite
   testsuite=$("$python_bin" -c 'import sys; print("libpython%d.%d-testsuite" % sys.version_info[:2])')
-  "$python_bin" -c "import test.libregrtest" 2>/dev/null ||
-    skip "python3's regression test package is not installed (apt-get install $testsuite)"
+  # Debian's python3 ships test.libregrtest but not the test modules.
+  "$python_bin" -c "import test.libregrtest, test.test_dict, test.test_list, test.test_json" 2>/dev/null ||
+    skip "python3's regression tests are not installed (apt-get install $testsuite)"
   check_preload_active "$python_bin" -c "pass"
-  compare_runs python_tests python_tests
+  compare_runs python_tests python_tests || return 1
+  # Same output is not enough if nothing ran.
+  local cases
+  cases=$(tail -1 "$work/python_tests.tessera.out" | awk '{print $1}')
+  if [ "${cases:-0}" -lt 500 ]; then
+    echo "realprog.python: FAIL: only ${cases:-0} test cases ran (expected thousands)"
+    return 1
+  fi
 }
 
 sqlite_workload() {
