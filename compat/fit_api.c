@@ -196,6 +196,7 @@ static inline void *fit_bins_malloc(fit_arena_t *a, size_t size) {
       fit_add_free_bytes(a, -(long)need);
       return fit_payload(b);
     }
+    return fit_bins_arena_malloc(a, size);
   }
   return fit_arena_malloc(ready(a), size);
 }
@@ -210,7 +211,7 @@ static inline int fit_bins_free(void *ptr, fit_arena_t *a) {
   if (b->owner != a->id || (flags & FIT_FREE) || size < FIT_MIN_BLOCK || size >= FIT_BIN_LIMIT) return 0;
   fit_block_t *next = (flags & FIT_LAST) ? NULL : fit_next_phys(b);
   if ((next && fit_is_free(next)) || (b->prev_units && (flags & FIT_PREV_MAYBE_FREE))) {
-    fit_arena_free(a, b); /* coalescing (or a stale hint to check) */
+    fit_bins_arena_free(a, b); /* coalescing (or a stale hint to check) */
     return 1;
   }
   b->size_flags = (uint64_t)size | FIT_FREE | (flags & FIT_LAST);

@@ -1,5 +1,5 @@
 /* fit_arena.c — the out-of-line instances of fit_arena.h (index kind read
- * from the arena), choosing an arena's index on first use, and reporting bad
+ * from the arena, or fixed to the size bins), choosing an arena's index on first use, and reporting bad
  * frees.
  */
 #include "fit_arena.h"
@@ -18,6 +18,12 @@ void fit_arena_prepare(fit_arena_t *a) {
 void *fit_arena_malloc(fit_arena_t *a, size_t size) { return fit_arena_malloc_k(a, size, a->index_kind); }
 
 void fit_arena_free(fit_arena_t *a, fit_block_t *b) { fit_arena_free_k(a, b, a->index_kind); }
+
+/* The same for an arena known to use the size bins (bf_ and ts_nolock's slow
+ * paths): the index switch folds away and the bin operations are inlined. */
+void *fit_bins_arena_malloc(fit_arena_t *a, size_t size) { return fit_arena_malloc_k(a, size, FIT_INDEX_SIZE_BINS); }
+
+void fit_bins_arena_free(fit_arena_t *a, fit_block_t *b) { fit_arena_free_k(a, b, FIT_INDEX_SIZE_BINS); }
 
 /* Writes "tessera fit: WHO(0x...): WHY\n" with write(2): stdio could move the
  * program break under us, and this runs when something is already wrong. */

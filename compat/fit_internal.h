@@ -203,6 +203,9 @@ void fit_brk_fork_child(void);
 void fit_arena_prepare(fit_arena_t *a); /* chooses the index on first use */
 void *fit_arena_malloc(fit_arena_t *a, size_t size);
 void fit_arena_free(fit_arena_t *a, fit_block_t *b);
+/* The same for an arena whose index is FIT_INDEX_SIZE_BINS (callers check). */
+void *fit_bins_arena_malloc(fit_arena_t *a, size_t size);
+void fit_bins_arena_free(fit_arena_t *a, fit_block_t *b);
 /* Reports a bad free on stderr (without allocating). */
 void fit_report_bad_free(const char *who, const void *ptr, const char *why);
 
