@@ -16,7 +16,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --team) team=1; shift ;;
     --align) align="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "make_mm.sh: unknown option '$1'" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -27,6 +27,9 @@ if [ $# -ne 1 ]; then
 fi
 case "$align" in 8|16) ;; *) echo "make_mm.sh: --align must be 8 or 16" >&2; exit 2 ;; esac
 policy="$1"
+case "$policy" in
+  ''|*[!a-z0-9-]*) echo "make_mm.sh: '$policy' is not a policy name (see tessera lab --list-policies)" >&2; exit 2 ;;
+esac
 # The family file whose policy table names POLICY, and the policy's symbol
 # (each policy is declared as FAMILY_POLICY(symbol, "name", ...)).
 file=$(grep -l "^[A-Z_]*POLICY(lab_policy_[a-z0-9_]*, \"$policy\"," "$lab_dir"/policy_*.c | head -n 1 || true)

@@ -6,7 +6,7 @@
 # policy, which is built against a mock classic handout (tests/lab/handout:
 # memlib.h with mem_sbrk(int), mm.h with team_t) with -Werror and graded by a
 # small mdriver-like program, as a student would do with the real handout.
-foreach(case tree-best-apart:8 segregated-realloc:8 implicit-next:16 explicit-addr-best:16)
+foreach(case segregated-apart:8 tree-best-apart:16 segregated-deferred:8 implicit-next:16)
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 policy)
   list(GET parts 1 align)
@@ -18,7 +18,11 @@ foreach(case tree-best-apart:8 segregated-realloc:8 implicit-next:16 explicit-ad
   set_tests_properties(lab.handout_${tname}_a${align} PROPERTIES TIMEOUT 120)
 endforeach()
 
-# A name make_mm.sh does not know must be refused (exit 2), not produce an mm.c.
-add_test(NAME lab.handout_unknown_policy
-  COMMAND sh ${PROJECT_SOURCE_DIR}/lab/handout/make_mm.sh no-such-policy)
-set_tests_properties(lab.handout_unknown_policy PROPERTIES WILL_FAIL TRUE)
+# A name make_mm.sh does not know, or that is not a name at all, is refused
+# with exit status 2 and writes nothing to standard output.
+foreach(bad no-such-policy "a.b")
+  string(MAKE_C_IDENTIFIER "${bad}" bad_id)
+  add_test(NAME lab.handout_refuses_${bad_id}
+    COMMAND sh -c "out=$(sh \"$0\" \"$1\" 2>/dev/null); rc=$?; [ $rc -eq 2 ] && [ -z \"$out\" ]"
+            ${PROJECT_SOURCE_DIR}/lab/handout/make_mm.sh ${bad})
+endforeach()
