@@ -14,6 +14,7 @@
 #include "api_check.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 enum { MAX_SEEN = 100000 };
 
@@ -339,6 +340,87 @@ static void check_heap_report(void) {
   fclose(report);
 }
 
+/* ---- walks and statistics while other threads own (and change) blocks ---- */
+
+enum { WORKERS = 3, WORKER_BLOCKS = 512 };
+static pthread_barrier_t parked, released;
+static void *worker_blocks[WORKERS][WORKER_BLOCKS];
+static atomic_bool stop_churn;
+
+static void *parked_worker(void *arg) {
+  int w = (int)(intptr_t)arg;
+  for (int i = 0; i < WORKER_BLOCKS; i++) worker_blocks[w][i] = malloc(16 + (size_t)i * 8 + (size_t)w);
+  pthread_barrier_wait(&parked);
+  pthread_barrier_wait(&released);
+  for (int i = 0; i < WORKER_BLOCKS; i++) free(worker_blocks[w][i]);
+  return NULL;
+}
+
+static void *churning_worker(void *arg) {
+  unsigned r = (unsigned)(intptr_t)arg * 2654435761u + 1;
+  void *slots[256] = {0};
+  while (!atomic_load_explicit(&stop_churn, memory_order_relaxed)) {
+    r = r * 1103515245u + 12345u;
+    int i = (int)((r >> 8) % 256);
+    free(slots[i]);
+    size_t n = (r >> 4) % 100 == 0 ? 200000 : 8 + (r >> 12) % 3000;
+    slots[i] = malloc(n);
+    if (slots[i]) memset(slots[i], 1, n < 64 ? n : 64);
+  }
+  for (int i = 0; i < 256; i++) free(slots[i]);
+  return NULL;
+}
+
+static bool check_walked_block(const tes_block_info_t *block, void *arg) {
+  size_t *bad = arg;
+  if (block->usable_size == 0 || ((uintptr_t)block->address & 15) != 0) (*bad)++;
+  return true;
+}
+
+static void check_walk_other_threads(void) {
+  API_GROUP("visit/stats/report with other threads' blocks");
+  /* Parked threads: the process-wide walk lists every block they hold. */
+  pthread_barrier_init(&parked, NULL, WORKERS + 1);
+  pthread_barrier_init(&released, NULL, WORKERS + 1);
+  pthread_t threads[WORKERS];
+  for (int w = 0; w < WORKERS; w++)
+    REQUIRE(pthread_create(&threads[w], NULL, parked_worker, (void *)(intptr_t)w) == 0, "pthread_create");
+  pthread_barrier_wait(&parked);
+  memset(&seen, 0, sizeof seen);
+  tes_heap_visit(NULL, record_block, &seen);
+  qsort(seen.blocks, seen.count, sizeof seen.blocks[0], compare_address);
+  size_t missing = 0;
+  for (int w = 0; w < WORKERS; w++)
+    for (int i = 0; i < WORKER_BLOCKS; i++) {
+      tes_block_info_t key = {.address = worker_blocks[w][i]};
+      missing += bsearch(&key, seen.blocks, seen.count, sizeof key, compare_address) == NULL;
+    }
+  CHECK(missing == 0, "the process-wide walk missed %zu of %d blocks held by other threads", missing,
+        WORKERS * WORKER_BLOCKS);
+  pthread_barrier_wait(&released);
+  for (int w = 0; w < WORKERS; w++) pthread_join(threads[w], NULL);
+
+  /* Churning threads: walking, merging statistics and reporting while they
+   * allocate and free must neither crash nor report nonsense. */
+  for (int w = 0; w < WORKERS; w++)
+    REQUIRE(pthread_create(&threads[w], NULL, churning_worker, (void *)(intptr_t)(w + 1)) == 0, "pthread_create");
+  FILE *sink = fopen("/dev/null", "w");
+  size_t bad = 0;
+  tes_stats_t stats;
+  for (int k = 0; k < 300; k++) {
+    tes_heap_visit(NULL, check_walked_block, &bad);
+    tes_stats_get(&stats);
+    if (k % 30 == 0 && sink) tes_heap_report(sink);
+  }
+  /* (The gauges of running threads are a snapshot, not a barrier: only
+   * their presence is checked here; their exactness is api_stats' job.) */
+  CHECK(stats.committed.current > 0 && stats.class_count > 0, "statistics empty while threads allocate");
+  atomic_store(&stop_churn, true);
+  for (int w = 0; w < WORKERS; w++) pthread_join(threads[w], NULL);
+  if (sink) fclose(sink);
+  CHECK(bad == 0, "%zu walked blocks had usable size 0 or a misaligned address", bad);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -349,5 +431,6 @@ int main(int argc, char **argv) {
   check_delete_keeps_blocks();
   check_many_heaps();
   check_heap_report();
+  check_walk_other_threads();
   return api_finish("api_heaps");
 }
