@@ -235,6 +235,9 @@ TES_API void *tes_pvalloc(size_t size) {
 /* ---- returning memory --------------------------------------------------------------- */
 TES_API void tes_collect(bool force) {
   tes_heap_t *heap = tes_tls_heap;
+  /* A forced collect must also reach what exited threads left behind, even
+   * from a thread that never allocated: it needs a heap to adopt into. */
+  if (heap->is_static && force && tes_abandoned_count() > 0) heap = heap_for_slow_path();
   if (!heap->is_static) {
     if (force) {
       /* Take over what exited threads left: adopting frees their empty pages. */
