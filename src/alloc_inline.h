@@ -39,7 +39,7 @@ TES_INLINE void tes_free_inline(void *p) {
     /* A page of our own small/medium segment: a local free, no atomics. */
     tes_page_t *page = heap->slice_page[slot];
 #if TES_SECURE
-    if (!tes_secure_check_free(tes_segment_of(p), page, p)) return; /* reported */
+    if (!tes_secure_check_block(page, p)) return; /* reported */
 #endif
     tes_block_t *block = (tes_block_t *)p;
     tes_block_set_next(page, block, page->local_free);

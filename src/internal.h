@@ -383,6 +383,7 @@ void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested);
 void tes_secure_check_padding(tes_page_t *page, void *p);
 size_t tes_secure_requested(const tes_page_t *page, const void *p);
 bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p); /* false: do not free */
+bool tes_secure_check_block(tes_page_t *page, void *p);                  /* small/medium, page known ours */
 void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count);
 #else
 #define TES_PADDING 0

@@ -89,6 +89,12 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
     tes_secure_check_padding(page, p);
     return true;
   }
+  return tes_secure_check_block(page, p);
+}
+
+/* A small/medium block: the page is known to be ours (slice table or
+ * segment map), so the segment header is not read again. */
+bool tes_secure_check_block(tes_page_t *page, void *p) {
   const uint8_t *area = page->area;
   size_t offset = (size_t)((const uint8_t *)p - area);
   /* offset / block_size by multiplication (exact for offsets < 2^19 and
