@@ -43,6 +43,7 @@
 
 #include "block_tags.h"
 #include "memlib.h"
+#include "policy.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -610,5 +611,31 @@ static int core_check(core_cfg_t cfg, int has_index, char *err, size_t errlen) {
     CORE_FAIL("free lists hold %zu blocks but the heap has %zu free blocks", listed, nfree);
   return 0;
 }
+
+/* ---- declaring a policy --------------------------------------------------- */
+
+__attribute__((unused)) static int core_check_indexed(core_cfg_t cfg, char *err,
+                                                      size_t errlen) {
+  return core_check(cfg, 1, err, errlen);
+}
+
+/* Define the lab_policy_t `ident` for one constant configuration (the
+ * designated initialisers after `checker`). The wrappers are where the
+ * compiler specialises the core for it. `checker` is core_check_indexed or
+ * a family's own. Family files wrap this in FAMILY_POLICY(ident, "name", ...)
+ * macros, one policy per line, which lab/handout/make_mm.sh looks up. */
+#define CORE_DEFINE_POLICY(ident, pname, desc, checker, ...)                      \
+  static const core_cfg_t ident##_cfg = {__VA_ARGS__};                          \
+  static int ident##_init(size_t a) { return core_init(ident##_cfg, a); }        \
+  static void *ident##_malloc(size_t n) { return core_malloc(ident##_cfg, n); }  \
+  static void ident##_free(void *p) { core_free(ident##_cfg, p); }               \
+  static void *ident##_realloc(void *p, size_t n) {                             \
+    return core_realloc(ident##_cfg, p, n);                                      \
+  }                                                                              \
+  static int ident##_check(char *e, size_t l) { return checker(ident##_cfg, e, l); } \
+  const lab_policy_t ident = {pname,          desc,          ident##_init,       \
+                              ident##_malloc, ident##_free,  ident##_realloc,    \
+                              ident##_check};
+
 
 #endif

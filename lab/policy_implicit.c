@@ -90,17 +90,8 @@ static int implicit_check(core_cfg_t cfg, char *err, size_t errlen) {
 
 /* One lab_policy_t per configuration; the configuration is a compile-time
  * constant so each wrapper is specialised code. */
-#define IMPLICIT_POLICY(ident, pname, desc, ...)                                     \
-  static const core_cfg_t ident##_cfg = {__VA_ARGS__};                              \
-  static int ident##_init(size_t a) { return core_init(ident##_cfg, a); }            \
-  static void *ident##_malloc(size_t n) { return core_malloc(ident##_cfg, n); }      \
-  static void ident##_free(void *p) { core_free(ident##_cfg, p); }                   \
-  static void *ident##_realloc(void *p, size_t n) {                                 \
-    return core_realloc(ident##_cfg, p, n);                                          \
-  }                                                                                  \
-  static int ident##_check(char *e, size_t l) { return implicit_check(ident##_cfg, e, l); } \
-  const lab_policy_t ident = {pname, desc, ident##_init, ident##_malloc, ident##_free, \
-                              ident##_realloc, ident##_check};
+#define IMPLICIT_POLICY(ident, pname, desc, ...) \
+  CORE_DEFINE_POLICY(ident, pname, desc, implicit_check, __VA_ARGS__)
 
 IMPLICIT_POLICY(lab_policy_implicit_first, "implicit-first",
                 "implicit list, header+footer, first fit, immediate coalescing",

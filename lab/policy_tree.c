@@ -223,17 +223,8 @@ static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
   return tree_check_node(tree_root, &last, &have_last, err, errlen, count);
 }
 
-#define TREE_POLICY(ident, pname, desc, ...)                                         \
-  static const core_cfg_t ident##_cfg = {__VA_ARGS__};                              \
-  static int ident##_init(size_t a) { return core_init(ident##_cfg, a); }            \
-  static void *ident##_malloc(size_t n) { return core_malloc(ident##_cfg, n); }      \
-  static void ident##_free(void *p) { core_free(ident##_cfg, p); }                   \
-  static void *ident##_realloc(void *p, size_t n) {                                 \
-    return core_realloc(ident##_cfg, p, n);                                          \
-  }                                                                                  \
-  static int ident##_check(char *e, size_t l) { return core_check(ident##_cfg, 1, e, l); } \
-  const lab_policy_t ident = {pname, desc, ident##_init, ident##_malloc, ident##_free, \
-                              ident##_realloc, ident##_check};
+#define TREE_POLICY(ident, pname, desc, ...) \
+  CORE_DEFINE_POLICY(ident, pname, desc, core_check_indexed, __VA_ARGS__)
 
 TREE_POLICY(lab_policy_tree_best, "tree-best",
             "treap keyed by (size, address): O(log n) exact best fit, footerless, in-place realloc",
