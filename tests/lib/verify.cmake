@@ -13,6 +13,7 @@
 #     (lib.<name>.eager_purge: TESSERA_PURGE_DELAY_MS=0, SEGMENT_CACHE=0);
 #   - the same programs linked fully static with libtessera.a
 #     (lib.<name>.static);
+#   - lib.api_dlopen: libtessera.so dlopened by a program on glibc;
 #   - tools.run_cli: `tessera run` end to end (verify_run_cli.sh).
 set(VERIFY_API_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn
     api_stats api_options api_heaps api_rss)
@@ -49,6 +50,15 @@ if(TARGET tessera_secure)
       ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
   endforeach()
 endif()
+
+# libtessera.so dlopened at run time by a program running on glibc (the
+# plugin / Python extension case: static TLS, late initialisation).
+add_executable(verify_dlopen ${CMAKE_CURRENT_SOURCE_DIR}/verify_dlopen.c)
+target_include_directories(verify_dlopen PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(verify_dlopen PRIVATE -fno-builtin)
+target_link_libraries(verify_dlopen PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+add_test(NAME lib.api_dlopen COMMAND verify_dlopen $<TARGET_FILE:tessera_shared>)
+set_tests_properties(lib.api_dlopen PROPERTIES TIMEOUT 120)
 
 # Eager purging (no delay, no segment cache): a page purged or a segment
 # unmapped while a block in it is still live shows up as a pattern mismatch.
