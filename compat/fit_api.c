@@ -210,8 +210,11 @@ static inline int fit_bins_free(void *ptr, fit_arena_t *a) {
   size_t size = (size_t)(flags & ~FIT_FLAGS);
   if (b->owner != a->id || (flags & FIT_FREE) || size < FIT_MIN_BLOCK || size >= FIT_BIN_LIMIT) return 0;
   fit_block_t *next = (flags & FIT_LAST) ? NULL : fit_next_phys(b);
-  if ((next && fit_is_free(next)) || (b->prev_units && (flags & FIT_PREV_MAYBE_FREE))) {
-    fit_bins_arena_free(a, b); /* coalescing (or a stale hint to check) */
+  /* A set hint may be stale (an exact fit does not clear it): look at the
+   * predecessor here and take the out-of-line path only to coalesce. */
+  if ((next && fit_is_free(next)) ||
+      (b->prev_units && (flags & FIT_PREV_MAYBE_FREE) && fit_is_free(fit_prev_phys(b)))) {
+    fit_bins_arena_free(a, b); /* coalescing */
     return 1;
   }
   b->size_flags = (uint64_t)size | FIT_FREE | (flags & FIT_LAST);

@@ -59,9 +59,14 @@ static inline __attribute__((always_inline)) void *fit_arena_malloc_k(fit_arena_
     b->prev_units = (uint32_t)(rest / FIT_ALIGN);
     b->owner = a->id;
     fit_set_size(b, need, last | FIT_PREV_MAYBE_FREE); /* its predecessor is the free front */
-    if (!last)
-      fit_next_phys(b)->prev_units = (uint32_t)(need / FIT_ALIGN);
-    else if (fit_ends_top_run(a, b))
+    if (!last) {
+      /* The successor's predecessor is now this allocated block: clear its
+       * hint while its header is being written anyway (same cache line), so
+       * its free does not have to look back here. */
+      fit_block_t *next = fit_next_phys(b);
+      next->prev_units = (uint32_t)(need / FIT_ALIGN);
+      next->size_flags &= ~FIT_PREV_MAYBE_FREE;
+    } else if (fit_ends_top_run(a, b))
       a->top_last = b;
     have = need;
   } else {

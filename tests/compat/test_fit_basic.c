@@ -3,7 +3,7 @@
  * split and reuse, coalescing with the next, the previous and both
  * neighbours, the first-fit / best-fit choice, malloc(0) and free(NULL),
  * alignment, data-segment accounting against sbrk(0) (also when someone else
- * moves the break between our calls), requests too large to serve, bad frees
+ * moves the break between our calls), the free-predecessor hint, requests too large to serve, bad frees
  * reported and ignored, and frees through another variant's free function.
  * CTest runs it once per implementation (TESSERA_FIT_IMPL=naive / fast).
  */
@@ -85,6 +85,50 @@ static void coalesce_order(const fit_test_api_t *api, int first, int second, int
 static void case_coalesce_both(const fit_test_api_t *api) { coalesce_order(api, 0, 2, 1); }
 static void case_coalesce_prev_next(const fit_test_api_t *api) { coalesce_order(api, 1, 0, 2); }
 static void case_coalesce_next_prev(const fit_test_api_t *api) { coalesce_order(api, 2, 1, 0); }
+
+/* The FIT_PREV_MAYBE_FREE hint on the block after a hole: a split of the hole
+ * clears it (the block in front is now allocated), an exact fit leaves it
+ * stale, and a free with a stale hint must not merge with the allocated
+ * block in front while a free with a true one must. */
+static void case_prev_hint(const fit_test_api_t *api) {
+  char *guard0 = api->alloc(64);
+  char *hole = api->alloc(2000);
+  char *b = api->alloc(500);
+  char *guard1 = api->alloc(64);
+  CHECK(guard0 && hole && b && guard1);
+  CHECK(hole + fit_test_block_size(2000) == b);
+  fit_arena_t *a = fit_test_arena_of(b);
+  fit_block_t *bh = fit_header_of(b);
+  unsigned long before = atomic_load(&a->free_bytes);
+  api->release(hole);
+  CHECK(bh->size_flags & FIT_PREV_MAYBE_FREE);
+  /* Split: carved from the back, right in front of b. */
+  char *x = api->alloc(1000);
+  CHECK(x + fit_test_block_size(1000) == b);
+  CHECK(!(bh->size_flags & FIT_PREV_MAYBE_FREE));
+  CHECK_HEAP();
+  /* x merges back into the hole; the whole hole is then an exact fit. */
+  api->release(x);
+  CHECK(bh->size_flags & FIT_PREV_MAYBE_FREE);
+  char *y = api->alloc(2000);
+  CHECK(y == hole);
+  CHECK(atomic_load(&a->free_bytes) == before);
+  /* b's hint is stale now: freeing b must leave y alone. */
+  api->release(b);
+  CHECK(atomic_load(&a->free_bytes) == before + fit_test_block_size(500));
+  CHECK(fit_size(fit_header_of(y)) == fit_test_block_size(2000) && !fit_is_free(fit_header_of(y)));
+  CHECK(fit_is_free(bh) && fit_size(bh) == fit_test_block_size(500));
+  CHECK_HEAP();
+  memset(y, 0x11, 2000);
+  /* Freeing y merges it with b behind it. */
+  api->release(y);
+  CHECK(atomic_load(&a->free_bytes) == before + fit_test_block_size(2000) + fit_test_block_size(500));
+  CHECK(fit_size(fit_header_of(y)) == fit_test_block_size(2000) + fit_test_block_size(500));
+  CHECK_HEAP();
+  api->release(guard0);
+  api->release(guard1);
+  CHECK_HEAP();
+}
 
 /* Holes of 2000, 500 and 1000 bytes, in address order. */
 static void case_policy(const fit_test_api_t *api) {
@@ -292,6 +336,7 @@ int main(void) {
       {"policy", case_policy},                   {"zero_null_alignment", case_zero_null_alignment},
       {"segment_accounting", case_segment_accounting}, {"too_large", case_too_large},
       {"bad_free", case_bad_free},             {"bin_boundary", case_bin_boundary},               {"cross_free", case_cross_free},
+      {"prev_hint", case_prev_hint},
   };
   const char *impl = getenv("TESSERA_FIT_IMPL");
   printf("implementation: %s\n", impl && strcmp(impl, "naive") == 0 ? "naive" : "fast");
