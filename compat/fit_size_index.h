@@ -71,7 +71,10 @@ static inline void fit_size_index_remove(fit_arena_t *a, fit_block_t *b, size_t 
 static inline void fit_size_index_pop(fit_arena_t *a, size_t i, fit_block_t *b) {
   fit_block_t *next = fit_links(b)->b;
   a->bins[i] = next;
-  if (!next) bin_unmark(a, i);
+  if (!next)
+    bin_unmark(a, i);
+  else
+    __builtin_prefetch(next, 1); /* the next pop of this bin reads and writes it */
 }
 
 /* Smallest non-empty bin >= i, or FIT_BIN_COUNT. */
