@@ -12,11 +12,13 @@
  * about or remove) the bug. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static void *launder(void *p) {
   __asm__ volatile("" : "+r"(p));
@@ -108,6 +110,49 @@ static int scenario(const char *name) {
     memset(p, 'a', 100);
     ((volatile char *)p)[100] = 0;
     free(p);
+  } else if (strcmp(name, "overflow_large") == 0) {
+    /* One byte past the usable end of a large block. */
+    char *p = launder(malloc(300000));
+    ((volatile char *)p)[malloc_usable_size(p)] = 1;
+    free(p);
+  } else if (strcmp(name, "large_guard_page") == 0) {
+    /* Writes walking off the end of a large block, a page at a time: the
+     * block's span may end up to a page past its usable end (its pages are
+     * whole), so within two page boundaries the walk must hit the guard page
+     * that follows the block (SIGSEGV), not more of the segment. */
+    char *p = launder(malloc(300000));
+    uintptr_t end = (uintptr_t)p + malloc_usable_size(p);
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t first = (end + page - 1) & ~(page - 1);
+    printf("large block [%p, %p): writing at %p and %p\n", (void *)p, (void *)end, (void *)first,
+           (void *)(first + page));
+    *(volatile char *)first = 1;
+    *(volatile char *)(first + page) = 1;
+    printf("the writes past the end were not stopped\n");
+    free(p);
+    return 1;
+  } else if (strcmp(name, "allocation_order") == 0) {
+    /* Consecutive small blocks of one class: how often is the next block
+     * the neighbour right after the previous one? */
+    enum { N = 256 };
+    static char *blocks[N];
+    int sequential = 0;
+    for (int i = 0; i < N; i++) blocks[i] = malloc(64);
+    for (int i = 1; i < N; i++) sequential += blocks[i] == blocks[i - 1] + malloc_usable_size(blocks[i - 1]);
+    printf("sequential neighbours: %d of %d\n", sequential, N - 1);
+    printf("allocation order is %s\n", sequential > N / 2 ? "sequential" : "randomised");
+    for (int i = 0; i < N; i++) free(blocks[i]);
+    return 0;
+  } else if (strcmp(name, "freelist_link") == 0) {
+    /* After free(a); free(b) of one class, the first word of b is the free
+     * list link: is it a's plain address? (Reading freed memory on purpose.) */
+    char *a = malloc(64), *b = malloc(64);
+    free(launder(a));
+    free(launder(b));
+    uintptr_t link;
+    memcpy(&link, launder(b), sizeof link);
+    printf("free-list link %s\n", link == (uintptr_t)a ? "is a plain pointer" : "is encoded");
+    return 0;
   } else if (strcmp(name, "foreign_not_reused") == 0) {
     /* A pointer no segment owns must be reported and never enter a free
      * list: no later malloc may return memory inside the foreign mapping. */
