@@ -113,9 +113,11 @@ struct tes_page_s {
   uint8_t purged : 1;          /* physical memory given back */
   uint8_t index;               /* position in the segment */
   size_t block_size;
-  _Atomic uintptr_t xthread_free; /* remote frees (tagged pointer, TES_TF_*) */
-  _Atomic(struct tes_heap_s *) heap;
   tes_page_t *next, *prev;     /* class queue, full queue or purge list */
+  /* What other threads write (remote frees) starts a new cache line, so
+   * their CASes do not keep stealing the line of the owner's fast path. */
+  _Atomic uintptr_t xthread_free __attribute__((aligned(64))); /* remote frees (tagged pointer, TES_TF_*) */
+  _Atomic(struct tes_heap_s *) heap;
   uint8_t *area;               /* first block */
   uint64_t installed;          /* blocks ever placed on `free` (stats) */
   uint64_t remote_collected;   /* remote frees collected (stats) */
