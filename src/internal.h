@@ -67,7 +67,7 @@
 #define TES_ADDRESS_BITS 47
 #define TES_SEGMAP_COUNT ((size_t)1 << (TES_ADDRESS_BITS - TES_SEGMENT_SHIFT))
 #define TES_LARGE_OFFSET ((size_t)512) /* where a large block starts in its segment */
-#define TES_EXTEND_BYTES ((size_t)4 * 1024) /* a page's free list grows by this much at a time */
+#define TES_EXTEND_BYTES ((size_t)8 * 1024) /* a page's free list grows by this much at a time */
 #define TES_EXTEND_MIN_BLOCKS 4
 
 static_assert(TES_SMALL_PAGES == 64, "free_mask is one 64-bit word");
