@@ -35,6 +35,20 @@ static void in_use_add(int64_t delta) {
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) & ~(to - 1); }
 
+/* Usable bytes of a large block of `size` at `offset`: whole OS pages. The
+ * hardened build ends the block exactly at a page boundary (the guard page
+ * follows it directly), so the block is rounded from the segment start. */
+static size_t block_usable(size_t offset, size_t size) {
+  size_t page = tes_os_page_size();
+#if TES_SECURE
+  return round_up(offset + size + TES_PADDING, page) - offset;
+#else
+  (void)offset;
+  size_t usable = round_up(size, page);
+  return usable == 0 ? page : usable; /* aligned_alloc(big, 0) still gets a block */
+#endif
+}
+
 static void list_insert(tes_segment_t *seg) {
   tes_lock(&large_lock);
   seg->prev = NULL;
@@ -68,10 +82,9 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
     errno = ENOMEM;
     return NULL;
   }
-  size_t usable = round_up(size + TES_PADDING, page_size);
-  if (usable == 0) usable = page_size; /* aligned_alloc(big, 0) still gets a block */
   size_t offset = TES_LARGE_OFFSET;
   if (alignment > offset) offset = alignment;
+  size_t usable = block_usable(offset, size);
   size_t total = round_up(offset + usable + (TES_SECURE ? page_size : 0), TES_SEGMENT_SIZE);
   tes_segment_t *seg = tes_segment_obtain(total, alignment > TES_SEGMENT_SIZE ? alignment : TES_SEGMENT_SIZE);
   if (seg == NULL) {
@@ -148,8 +161,8 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   tes_page_t *page = &seg->pages[0];
   size_t page_size = tes_os_page_size();
   if (size > LARGE_MAX_SIZE) return NULL;
-  size_t usable = round_up(size + TES_PADDING, page_size);
   size_t offset = seg->large_offset;
+  size_t usable = block_usable(offset, size);
   size_t old_usable = page->block_size;
   if (TES_SECURE || offset + usable <= seg->size) {
     if (TES_SECURE && offset + usable + page_size > seg->size) return NULL;
