@@ -104,7 +104,10 @@ struct tes_page_s {
   uint32_t reserved;           /* blocks that fit in the page */
   uint32_t capacity;           /* blocks carved so far (lazy extension) */
   uint8_t class_index;
-  uint8_t in_use : 1;          /* handed to a heap */
+  /* A byte of its own, not a bit beside the others: a remote free reads it
+   * (tes_owned_segment) while the owner rewrites the flag bits below, and
+   * bit-fields sharing a byte are one memory location (a data race). */
+  uint8_t in_use;              /* handed to a heap */
   uint8_t pinned : 1;          /* head of its class queue (+1 in used) */
   uint8_t in_full : 1;         /* in the heap's full queue (used is a trigger) */
   uint8_t mem_zero : 1;        /* never-carved part of the page reads as zero */

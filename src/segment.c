@@ -76,7 +76,9 @@ static void unmap_segment(tes_segment_t *seg) {
 }
 
 tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment) {
-  if (cache_first == NULL) return NULL;
+  /* Unlocked peek so an empty cache costs no lock; the list is walked
+   * under the lock below. */
+  if (__atomic_load_n(&cache_first, __ATOMIC_RELAXED) == NULL) return NULL;
   tes_segment_t *found = NULL;
   tes_lock(&cache_lock);
   for (tes_segment_t *s = cache_first; s != NULL; s = s->next) {
@@ -87,7 +89,7 @@ tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment
   }
   if (found) {
     if (found->prev) found->prev->next = found->next;
-    else cache_first = found->next;
+    else __atomic_store_n(&cache_first, found->next, __ATOMIC_RELAXED);
     if (found->next) found->next->prev = found->prev;
     cache_count--;
     cache_bytes -= found->size;
@@ -125,7 +127,7 @@ void tes_cache_put(tes_segment_t *seg) {
       tes_segment_t *old = cache_first;
       while (old->next) old = old->next;
       if (old->prev) old->prev->next = NULL;
-      else cache_first = NULL;
+      else __atomic_store_n(&cache_first, NULL, __ATOMIC_RELAXED);
       cache_count--;
       cache_bytes -= old->size;
       tes_unlock(&cache_lock);
@@ -135,7 +137,7 @@ void tes_cache_put(tes_segment_t *seg) {
     seg->prev = NULL;
     seg->next = cache_first;
     if (cache_first) cache_first->prev = seg;
-    cache_first = seg;
+    __atomic_store_n(&cache_first, seg, __ATOMIC_RELAXED);
     cache_count++;
     cache_bytes += seg->size;
     if (!seg->cache_purged) atomic_store_explicit(&cache_has_dirty, true, memory_order_relaxed);
@@ -150,7 +152,7 @@ void tes_cache_purge(bool force) {
   else if (!tes_trylock(&cache_lock)) return;
   if (force) {
     tes_segment_t *list = cache_first;
-    cache_first = NULL;
+    __atomic_store_n(&cache_first, NULL, __ATOMIC_RELAXED);
     cache_count = cache_bytes = 0;
     atomic_store(&cache_has_dirty, false);
     tes_unlock(&cache_lock);
