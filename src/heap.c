@@ -265,8 +265,11 @@ void tes_heap_process_delayed(tes_heap_t *heap) {
 static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c) {
   size_t bs = tes_class_size(c);
   tes_segment_kind_t kind = bs <= TES_SMALL_BLOCK_MAX ? TES_SEG_SMALL : TES_SEG_MEDIUM;
-  /* Reuse memory of exited threads before mapping more. */
-  for (int tries = 0; heap->free_segments[kind] == NULL && tries < 2; tries++) {
+  /* Reuse memory of exited threads before carving more pages, even when this
+   * heap still has free segments of its own: an abandoned segment has no
+   * owner to collect its remote frees or purge it, so until someone adopts
+   * it, whatever it holds stays resident. */
+  for (int tries = 0; tries < 2; tries++) {
     tes_segment_t *seg = tes_abandoned_pop();
     if (seg == NULL) break;
     tes_heap_adopt_segment(heap, seg);
