@@ -10,15 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                     \
-    }                                                                 \
-  } while (0)
+#include "check.h"
 
 static void run_sh(const char *script, const char *preload, double timeout, double sample, bench_outcome_t *o) {
   char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};

@@ -10,15 +10,7 @@
 #include "driver.h"
 #include "memlib.h"
 
-static int failures;
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-      failures++;                                                                \
-    }                                                                            \
-  } while (0)
+#include "check.h"
 
 /* ---- fake policies over memlib ---------------------------------------------- */
 

@@ -10,15 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-      failures++;                                                                \
-    }                                                                            \
-  } while (0)
+#include "check.h"
 
 #define TESSERA TESSERA_BINARY_DIR "/tessera"
 #define TRACES TESSERA_SOURCE_DIR "/tests/lab/traces"

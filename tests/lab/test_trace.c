@@ -9,15 +9,7 @@
 
 #include "trace.h"
 
-static int failures;
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-      failures++;                                                                \
-    }                                                                            \
-  } while (0)
+#include "check.h"
 
 static int parse(const char *text, trace_t *t, trace_error_t *err) {
   return trace_parse_buffer("t.rep", text, strlen(text), t, err);

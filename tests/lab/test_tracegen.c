@@ -10,15 +10,7 @@
 #include "memlib.h"
 #include "tracegen.h"
 
-static int failures;
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-      failures++;                                                                \
-    }                                                                            \
-  } while (0)
+#include "check.h"
 
 static char *gen(const char *pattern, uint64_t seed, size_t ops, uint64_t max_size, size_t *len) {
   tracegen_params_t p = {.seed = seed, .ops = ops, .max_size = max_size};
