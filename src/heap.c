@@ -165,17 +165,13 @@ void tes_heap_fold_page(tes_heap_t *heap, tes_page_t *page, bool reset) {
 
 /* ---- purge list -------------------------------------------------------------- */
 static void purge_list_remove(tes_heap_t *heap, tes_page_t *page) {
-  if (page->prev) page->prev->next = page->next;
-  else heap->purge_first = page->next;
-  if (page->next) page->next->prev = page->prev;
-  else heap->purge_last = page->prev;
-  page->next = page->prev = NULL;
+  queue_unlink(&heap->purge, page);
   page->purge_pending = 0;
 }
 
 static void purge_expired(tes_heap_t *heap, int64_t now, bool force) {
-  while (heap->purge_first != NULL && (force || heap->purge_first->purge_expire <= now)) {
-    tes_page_t *page = heap->purge_first;
+  while (heap->purge.first != NULL && (force || heap->purge.first->purge_expire <= now)) {
+    tes_page_t *page = heap->purge.first;
     purge_list_remove(heap, page);
     tes_segment_purge_page(page);
   }
@@ -193,19 +189,15 @@ void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
   }
   page->purge_expire = tes_os_clock_ms() + delay;
   page->purge_pending = 1;
-  page->next = NULL;
-  page->prev = heap->purge_last;
-  if (heap->purge_last) heap->purge_last->next = page;
-  else heap->purge_first = page;
-  heap->purge_last = page;
+  queue_push_back(&heap->purge, page);
 }
 
 /* Work deferred to slow paths: remote frees into full pages, due purges. */
 static void heap_deferred(tes_heap_t *heap) {
   if (atomic_load_explicit(&heap->delayed_free, memory_order_relaxed) != NULL) tes_heap_process_delayed(heap);
-  if ((++heap->slow_count & 7) == 0 || heap->purge_first != NULL) {
+  if ((++heap->slow_count & 7) == 0 || heap->purge.first != NULL) {
     int64_t now = tes_os_clock_ms();
-    if (heap->purge_first != NULL && heap->purge_first->purge_expire <= now) purge_expired(heap, now, false);
+    if (heap->purge.first != NULL && heap->purge.first->purge_expire <= now) purge_expired(heap, now, false);
     if ((heap->slow_count & 7) == 0) tes_cache_purge(false);
   }
 }
@@ -495,7 +487,7 @@ void tes_heap_free_all(tes_heap_t *heap) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
     for (tes_page_t *p = heap->queues[c].first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
   for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
-  while (heap->purge_first != NULL) purge_list_remove(heap, heap->purge_first);
+  while (heap->purge.first != NULL) purge_list_remove(heap, heap->purge.first);
   while (heap->segments != NULL) {
     tes_segment_t *seg = heap->segments;
     tes_segment_unlink(heap, seg);

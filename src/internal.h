@@ -193,7 +193,7 @@ struct tes_heap_s {
   _Atomic(tes_block_t *) delayed_free;  /* remote frees into full pages */
   tes_segment_t *segments;              /* small and medium segments */
   tes_segment_t *free_segments[2];      /* segments with a free page, per kind */
-  tes_page_t *purge_first, *purge_last; /* retired pages in expiry order */
+  tes_page_queue_t purge;              /* retired pages in expiry order */
   uint64_t slow_count;
   struct tes_heap_s *all_next, *all_prev; /* every heap in the process */
   struct tes_heap_s *thread_default;    /* the creating thread's default heap */
