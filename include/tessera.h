@@ -38,7 +38,11 @@ int tes_posix_memalign(void **out, size_t alignment, size_t size);
 void *tes_memalign(size_t alignment, size_t size);
 void *tes_valloc(size_t size);
 void *tes_pvalloc(size_t size);
-/* Bytes usable at ptr: exactly the size of the block's class (0 for NULL). */
+/* Bytes usable at ptr: exactly the size of the block's class (0 for NULL).
+ * In the hardened build (libtessera-secure.so) it is the size that was
+ * requested: the bytes past it hold the canary that detects overflows at
+ * free, so they must not be handed out as usable. The statistics and
+ * tes_heap_visit still count whole class-size blocks in both builds. */
 size_t tes_usable_size(const void *ptr);
 /* The largest alignment tes_aligned_alloc and friends honour. */
 #define TES_MAX_ALIGNMENT ((size_t)1 << 26)
