@@ -311,6 +311,29 @@ static tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
   return NULL;
 }
 
+/* Hand out the first free block of page (NULL page: out of memory), zeroed
+ * when asked unless the page knows its free blocks are still zero. */
+static void *page_take_block(tes_heap_t *heap, tes_page_t *page, size_t requested, bool zero) {
+  if (tes_unlikely(page == NULL)) {
+    heap->counters.malloc_failed++;
+    errno = ENOMEM;
+    return NULL;
+  }
+  tes_block_t *block = page->free;
+  page->free = tes_block_next(page, block);
+  page->used++;
+  if (zero) {
+    if (page->free_is_zero) block->next = NULL;
+    else memset(block, 0, page->block_size);
+  }
+#if TES_SECURE
+  tes_secure_on_alloc(page, block, requested);
+#else
+  (void)requested;
+#endif
+  return block;
+}
+
 void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
   if (tes_unlikely(heap->is_static)) {
     heap = tes_thread_heap_init();
@@ -333,22 +356,11 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
     page = find_page(heap, c);
     heap->counters.slow_allocs++;
   }
-  if (tes_unlikely(page == NULL)) {
-    heap->counters.malloc_failed++;
-    errno = ENOMEM;
-    return NULL;
-  }
-  tes_block_t *block = page->free;
-  page->free = tes_block_next(page, block);
-  page->used++;
-  if (zero) {
-    if (page->free_is_zero) block->next = NULL;
-    else memset(block, 0, page->block_size);
-  }
 #if TES_SECURE
-  tes_secure_on_alloc(page, block, requested);
+  return page_take_block(heap, page, requested, zero);
+#else
+  return page_take_block(heap, page, size, zero);
 #endif
-  return block;
 }
 
 /* Aligned small/medium allocation: a class whose block size is a multiple of
@@ -370,23 +382,8 @@ void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, b
     if (c < TES_CLASS_COUNT) {
       heap_deferred(heap);
       tes_page_t *page = find_page(heap, c);
-      if (page == NULL) {
-        heap->counters.malloc_failed++;
-        errno = ENOMEM;
-        return NULL;
-      }
-      tes_block_t *block = page->free;
-      page->free = tes_block_next(page, block);
-      page->used++;
-      heap->counters.slow_allocs++;
-      if (zero) {
-        if (page->free_is_zero) block->next = NULL;
-        else memset(block, 0, page->block_size);
-      }
-#if TES_SECURE
-      tes_secure_on_alloc(page, block, size);
-#endif
-      return block;
+      if (page != NULL) heap->counters.slow_allocs++;
+      return page_take_block(heap, page, size, zero);
     }
   }
   return tes_large_alloc(heap, size, alignment, zero);
