@@ -366,6 +366,17 @@ static void json_number(FILE *f, double v) {
   else fprintf(f, "%.6g", v);
 }
 
+/* `, "key": {"median": m, "min": a, "max": b}` for one summary. */
+static void json_spread(FILE *f, const char *key, const bench_summary_t *sum) {
+  fprintf(f, ", \"%s\": {\"median\": ", key);
+  json_number(f, sum->median);
+  fprintf(f, ", \"min\": ");
+  json_number(f, sum->min);
+  fprintf(f, ", \"max\": ");
+  json_number(f, sum->max);
+  fputc('}', f);
+}
+
 int bench_write_json(const char *path, const bench_record_t *recs, size_t n, const bench_table_t *t,
                      const bench_report_info_t *info) {
   FILE *f = fopen(path, "w");
@@ -400,21 +411,11 @@ int bench_write_json(const char *path, const bench_record_t *recs, size_t n, con
       fprintf(f, ", \"runs\": %d, \"ok\": %d, \"skipped\": %d, \"failure\": ", c->runs, c->ok, c->skipped);
       if (c->failure[0]) json_string(f, c->failure);
       else fputs("null", f);
-      fprintf(f, ", \"time_s\": {\"median\": ");
-      json_number(f, c->time.median);
-      fprintf(f, ", \"min\": ");
-      json_number(f, c->time.min);
-      fprintf(f, ", \"max\": ");
-      json_number(f, c->time.max);
-      fprintf(f, "}, \"cpu_s_median\": ");
+      json_spread(f, "time_s", &c->time);
+      fprintf(f, ", \"cpu_s_median\": ");
       json_number(f, c->cpu.median);
-      fprintf(f, ", \"peak_rss_kib\": {\"median\": ");
-      json_number(f, c->rss.median);
-      fprintf(f, ", \"min\": ");
-      json_number(f, c->rss.min);
-      fprintf(f, ", \"max\": ");
-      json_number(f, c->rss.max);
-      fprintf(f, "}, \"time_ratio\": ");
+      json_spread(f, "peak_rss_kib", &c->rss);
+      fprintf(f, ", \"time_ratio\": ");
       json_number(f, c->time_ratio);
       fprintf(f, ", \"rss_ratio\": ");
       json_number(f, c->rss_ratio);
