@@ -82,6 +82,12 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
     errno = ENOMEM;
     return NULL;
   }
+  /* Large blocks come and go through the segment cache without touching the
+   * small-object slow path, which is where due cache purges are otherwise
+   * run: check here too, so freed large memory leaves RSS after the purge
+   * delay even in a program that only churns large blocks. (A flag check
+   * when nothing cached is dirty.) */
+  tes_cache_purge(false);
   size_t offset = TES_LARGE_OFFSET;
   if (alignment > offset) offset = alignment;
   size_t usable = block_usable(offset, size);
