@@ -24,6 +24,7 @@ enum { INHERITED = 256, MAX_WORKERS = 16 };
 
 static atomic_bool stop_workers;
 static atomic_ulong worker_ops;
+static atomic_long workers_running;
 static unsigned char *inherited[INHERITED];
 static size_t inherited_size[INHERITED];
 
@@ -40,6 +41,7 @@ static void *worker(void *arg) {
   unsigned char *held[32] = {0};
   size_t held_size[32];
   uint64_t held_seed[32];
+  atomic_fetch_add(&workers_running, 1);
   while (!atomic_load_explicit(&stop_workers, memory_order_relaxed)) {
     uint64_t r = soak_rng(&rng);
     int slot = (int)(r >> 40) & 31;
@@ -114,6 +116,13 @@ int main(int argc, char **argv) {
   pthread_t threads[MAX_WORKERS];
   for (long i = 0; i < workers; i++)
     SOAK_CHECK(pthread_create(&threads[i], NULL, worker, (void *)(uintptr_t)(i + 1)) == 0);
+  /* Fork only once every worker is running its loop. A thread still
+   * starting up may be inside the C library's (or a sanitizer runtime's)
+   * own allocator, whose locks are not ours to reset in the child: gcc 12's
+   * ASan, for one, does not hold its allocator lock across fork, and a child
+   * forked during a worker's start-up then deadlocks in ASan's calloc. The
+   * test is about libtessera's locks, which the workers exercise from here. */
+  while (atomic_load(&workers_running) < workers) sched_yield();
   long ok = 0;
   for (long round = 0; round < forks; round++) {
     fflush(NULL);
