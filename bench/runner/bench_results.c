@@ -136,8 +136,9 @@ const char *bench_csv_parse_line(const char *line, bench_record_t *r) {
   memset(r, 0, sizeof *r);
   if (!bench_valid_name(f[0])) return "bad workload name";
   if (!bench_valid_name(f[1])) return "bad allocator name";
-  snprintf(r->workload, sizeof r->workload, "%s", f[0]);
-  snprintf(r->allocator, sizeof r->allocator, "%s", f[1]);
+  /* bench_valid_name bounded both below BENCH_NAME_MAX: a plain copy fits. */
+  memcpy(r->workload, f[0], strlen(f[0]) + 1);
+  memcpy(r->allocator, f[1], strlen(f[1]) + 1);
   long v;
   if (parse_long(f[2], 1, &v) || v > 4096) return "threads is not an integer in 1..4096";
   r->threads = (int)v;
