@@ -36,9 +36,7 @@
 #define FIT_API __attribute__((visibility("default")))
 
 static fit_arena_t fit_ff_arena = {.id = FIT_ARENA_FF, .policy = FIT_FIRST_FIT};
-static fit_freemap_t fit_bf_freemap;
-/* bf_ keeps a free map (fit_freemap.h) when it uses the size bins. */
-static fit_arena_t fit_bf_arena = {.id = FIT_ARENA_BF, .policy = FIT_BEST_FIT, .freemap = &fit_bf_freemap};
+static fit_arena_t fit_bf_arena = {.id = FIT_ARENA_BF, .policy = FIT_BEST_FIT};
 static fit_arena_t fit_locked_arena = {.id = FIT_ARENA_LOCKED, .policy = FIT_BEST_FIT};
 static pthread_mutex_t fit_locked_mutex = PTHREAD_MUTEX_INITIALIZER;
 static fit_arena_t fit_thread_arenas[FIT_MAX_THREAD_ARENAS];
@@ -204,28 +202,13 @@ static inline void *fit_bins_malloc(fit_arena_t *a, size_t size) {
 }
 
 /* 1 when ptr, a block of arena a, was freed here; 0 when the general route
- * (fit_free_any) must take it. with_map: a has a free map (bf_), so the
- * neighbours are tested in the map and no other header is read. */
-static inline __attribute__((always_inline)) int fit_bins_free(void *ptr, fit_arena_t *a, int with_map) {
+ * (fit_free_any) must take it. */
+static inline int fit_bins_free(void *ptr, fit_arena_t *a) {
   if (!ptr || (uintptr_t)ptr % FIT_ALIGN != 0 || a->index_kind != FIT_INDEX_SIZE_BINS) return 0;
   fit_block_t *b = fit_header_of(ptr);
   uint64_t flags = b->size_flags;
   size_t size = (size_t)(flags & ~FIT_FLAGS);
   if (b->owner != a->id || (flags & FIT_FREE) || size < FIT_MIN_BLOCK || size >= FIT_BIN_LIMIT) return 0;
-  if (with_map) {
-    fit_freemap_t *m = a->freemap;
-    size_t g = fit_freemap_granule(m, b);
-    if (fit_freemap_test(m, g + size / FIT_ALIGN) || fit_freemap_test(m, g - 1)) {
-      fit_bins_arena_free(a, b); /* coalescing */
-      return 1;
-    }
-    /* The successor's hint is not needed (the map answers for this arena)
-     * and its header is not touched. */
-    b->size_flags = (uint64_t)size | FIT_FREE | (flags & FIT_LAST);
-    fit_size_index_insert(a, b);
-    fit_add_free_bytes(a, (long)size);
-    return 1;
-  }
   fit_block_t *next = (flags & FIT_LAST) ? NULL : fit_next_phys(b);
   /* A set hint may be stale (an exact fit does not clear it): look at the
    * predecessor here and take the out-of-line path only to coalesce. */
@@ -243,7 +226,7 @@ static inline __attribute__((always_inline)) int fit_bins_free(void *ptr, fit_ar
 
 FIT_API void *bf_malloc(size_t size) { return fit_bins_malloc(&fit_bf_arena, size); }
 FIT_API void bf_free(void *ptr) {
-  if (!fit_bins_free(ptr, &fit_bf_arena, 1)) fit_free_any("bf_free", ptr);
+  if (!fit_bins_free(ptr, &fit_bf_arena)) fit_free_any("bf_free", ptr);
 }
 
 FIT_API void *ts_malloc_lock(size_t size) {
@@ -299,7 +282,7 @@ FIT_API void *ts_malloc_nolock(size_t size) {
 }
 FIT_API void ts_free_nolock(void *ptr) {
   fit_arena_t *mine = fit_my_arena;
-  if (!mine || !fit_bins_free(ptr, mine, 0)) fit_free_any("ts_free_nolock", ptr);
+  if (!mine || !fit_bins_free(ptr, mine)) fit_free_any("ts_free_nolock", ptr);
 }
 
 FIT_API unsigned long get_data_segment_size(void) { return fit_brk_segment_bytes(); }

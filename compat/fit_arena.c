@@ -13,7 +13,6 @@ void fit_arena_prepare(fit_arena_t *a) {
     a->index_kind = FIT_INDEX_LIST;
   else
     a->index_kind = a->policy == FIT_FIRST_FIT ? FIT_INDEX_ADDR_TREE : FIT_INDEX_SIZE_BINS;
-  if (a->index_kind != FIT_INDEX_SIZE_BINS) a->freemap = NULL; /* only the bins maintain it */
 }
 
 void *fit_arena_malloc(fit_arena_t *a, size_t size) { return fit_arena_malloc_k(a, size, a->index_kind); }

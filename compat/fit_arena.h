@@ -94,12 +94,9 @@ static inline __attribute__((always_inline)) void fit_arena_free_k(fit_arena_t *
       last = next->size_flags & FIT_LAST;
     }
   }
-  /* The predecessor's header is only read when it may be free: the free
-   * map says so exactly, else the hint (set whenever a block becomes free,
-   * on its successor) says it may be. */
-  int prev_may_be_free = a->freemap ? fit_freemap_test(a->freemap, fit_freemap_granule(a->freemap, b) - 1)
-                                    : b->prev_units != 0 && (b->size_flags & FIT_PREV_MAYBE_FREE);
-  if (prev_may_be_free) {
+  /* The predecessor's header is only read when the hint says it may be
+   * free (it is set whenever a block becomes free, on its successor). */
+  if (b->prev_units != 0 && (b->size_flags & FIT_PREV_MAYBE_FREE)) {
     fit_block_t *prev = fit_prev_phys(b);
     if (fit_is_free(prev)) {
       /* Grow the predecessor in place: it keeps its address, so an

@@ -21,9 +21,7 @@
  * Kernels without MADV_POPULATE_WRITE (before 5.14) ignore the advice.
  *
  * Called by fit_arena_malloc (fit_arena.c) with the arena owned by the
- * calling thread (or under the arena's lock for ts_malloc_lock). For an
- * arena with a free map (fit_freemap.h) it also makes the map reach the new
- * memory.
+ * calling thread (or under the arena's lock for ts_malloc_lock).
  */
 #include "fit_index.h"
 
@@ -116,10 +114,6 @@ fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need) {
       ask = pad + sizeof(fit_run_t) + need;
     }
     if (ask > (size_t)INTPTR_MAX) break;
-    /* The free map must reach the new memory (and the granule after it,
-     * which free tests) before it is ours: if it cannot, fail now, with the
-     * break untouched. */
-    if (a->freemap && fit_freemap_cover(a->freemap, brk_now, brk_now + ask) != 0) break;
     char *got = sbrk((intptr_t)ask);
     if (got == (char *)-1) break;
     atomic_fetch_add_explicit(&fit_segment_bytes, ask, memory_order_relaxed);
@@ -127,9 +121,7 @@ fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need) {
 
     if (got != brk_now) {
       /* Someone moved the break between our two calls: the memory is ours
-       * but not where we planned. Make it a run of its own and retry (memory
-       * the free map cannot reach stays counted but unused). */
-      if (a->freemap && fit_freemap_cover(a->freemap, got, got + ask) != 0) continue;
+       * but not where we planned. Make it a run of its own and retry. */
       fit_block_t *b = fit_start_run(a, got, ask);
       if (b && fit_size(b) >= need) {
         pthread_mutex_unlock(&fit_brk_lock);

@@ -118,16 +118,7 @@ int fit_check_arena(fit_arena_t *a, char *err, size_t errlen) {
       if (b->owner != a->id) { error = "block owned by another arena"; break; }
       if (size < FIT_MIN_BLOCK || size % FIT_ALIGN) { error = "bad block size"; break; }
       if ((size_t)b->prev_units * FIT_ALIGN != prev_size) { error = "prev_units does not match predecessor"; break; }
-      if (prev_free && !a->freemap && !(b->size_flags & FIT_PREV_MAYBE_FREE)) { error = "free predecessor without the hint"; break; }
-      if (a->freemap) {
-        fit_freemap_t *m = a->freemap;
-        size_t g = fit_freemap_granule(m, b);
-        if (m->base == NULL || g + size / FIT_ALIGN >= m->words * 64u) { error = "block outside the free map"; break; }
-        if (fit_freemap_test(m, g) != fit_is_free(b) || fit_freemap_test(m, g + size / FIT_ALIGN - 1) != fit_is_free(b)) {
-          error = "free map edges disagree with the block";
-          break;
-        }
-      }
+      if (prev_free && !(b->size_flags & FIT_PREV_MAYBE_FREE)) { error = "free predecessor without the hint"; break; }
       if (fit_is_free(b)) {
         if (prev_free) { error = "two adjacent free blocks"; break; }
         free_count++;
@@ -144,15 +135,6 @@ int fit_check_arena(fit_arena_t *a, char *err, size_t errlen) {
   if (!error && a->top_last && (!fit_is_last(a->top_last) || (char *)a->top_last + fit_size(a->top_last) != a->top_end)) {
     error = "top_last does not end the newest run";
     where = a->top_last;
-  }
-  if (!error && a->freemap && a->freemap->base) {
-    /* Edges of the free blocks, and nothing else, are marked. */
-    size_t marked = 0;
-    for (size_t w = 0; w < a->freemap->words; w++) marked += (size_t)__builtin_popcountll(a->freemap->bits[w]);
-    if (marked != 2 * free_count) {
-      error = "free map marks something that is not the edge of a free block";
-      where = NULL;
-    }
   }
   if (!error && free_bytes != atomic_load_explicit(&a->free_bytes, memory_order_relaxed)) {
     error = "free_bytes counter disagrees with the blocks";

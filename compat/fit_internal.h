@@ -16,10 +16,7 @@
  *    run, the size of its physical predecessor (0 = first of run) and the id
  *    of the arena that owns it;
  *  - no two free blocks are physically adjacent (free coalesces both sides);
- *  - a block whose predecessor is free carries FIT_PREV_MAYBE_FREE (arenas
- *    without a free map: with one, the map answers that question);
- *  - with a free map (fit_freemap.h), exactly the first and last granules
- *    of the indexed free blocks are marked;
+ *  - a block whose predecessor is free carries FIT_PREV_MAYBE_FREE;
  *  - every free block is in its arena's free index exactly once, and the
  *    index holds nothing else;
  *  - arena->free_bytes is the sum of the sizes of the free blocks.
@@ -35,8 +32,6 @@
  */
 #ifndef TESSERA_FIT_INTERNAL_H
 #define TESSERA_FIT_INTERNAL_H
-
-#include "fit_freemap.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -127,9 +122,6 @@ typedef struct fit_arena {
   uint64_t bin_summary[FIT_BIN_WORDS / 64u];
   uint64_t bin_bits[FIT_BIN_WORDS];
   fit_block_t *bins[FIT_BIN_COUNT];
-  /* The side bitmap of free-block edges (bf_ with the size bins only, else
-   * NULL); maintained where blocks enter and leave the index. */
-  fit_freemap_t *freemap;
   /* ts_nolock: blocks freed by other threads, pushed lock-free, taken by the
    * owner (Treiber stack, the link is the first payload word). */
   _Atomic(fit_block_t *) remote_frees;

@@ -13,10 +13,6 @@
  * go to the treap (fit_treap.c), O(log n). Because every binned size is
  * smaller than every tree size, "smallest non-empty bin, else tree lower
  * bound" is exactly best fit.
- *
- * When the arena has a free map (fit_freemap.h), inserting, removing and
- * popping also set or clear the block's edge bits: the map then holds
- * exactly the indexed blocks.
  */
 #ifndef TESSERA_FIT_SIZE_INDEX_H
 #define TESSERA_FIT_SIZE_INDEX_H
@@ -40,7 +36,6 @@ static inline void bin_unmark(fit_arena_t *a, size_t i) {
  * allocation). Whether a block is the head is read from bins[i] instead. */
 static inline void fit_size_index_insert(fit_arena_t *a, fit_block_t *b) {
   size_t size = fit_size(b);
-  if (a->freemap) fit_freemap_set_edges(a->freemap, b, size);
   if (size >= FIT_BIN_LIMIT) {
     fit_size_tree_insert(a, b);
     return;
@@ -56,7 +51,6 @@ static inline void fit_size_index_insert(fit_arena_t *a, fit_block_t *b) {
 }
 
 static inline void fit_size_index_remove(fit_arena_t *a, fit_block_t *b, size_t size) {
-  if (a->freemap) fit_freemap_clear_edges(a->freemap, b, size);
   if (size >= FIT_BIN_LIMIT) {
     fit_size_tree_remove(a, b, size);
     return;
@@ -75,7 +69,6 @@ static inline void fit_size_index_remove(fit_arena_t *a, fit_block_t *b, size_t 
 
 /* Takes the head b of non-empty bin i (an exact fit: bf_malloc's fast path). */
 static inline void fit_size_index_pop(fit_arena_t *a, size_t i, fit_block_t *b) {
-  if (a->freemap) fit_freemap_clear_edges(a->freemap, b, i * FIT_ALIGN);
   fit_block_t *next = fit_links(b)->b;
   a->bins[i] = next;
   if (!next)
