@@ -56,18 +56,49 @@ void *mem_sbrk(intptr_t incr) {
 /* Pages below this stay resident across resets (see mem_reset_brk). */
 #define MEM_KEEP_RESIDENT ((size_t)256 << 20)
 
+/* Zero [p, p + len) (p page-aligned) keeping its resident pages resident:
+ * those are cleared with memset; a page that is not resident is already zero
+ * unless it was swapped out, and MADV_DONTNEED makes it zero either way
+ * without touching it. So a heap that is mostly untouched address space (the
+ * multi-GiB blocks of the 64-bit traces, of which only tags and the driver's
+ * windows are written) is not faulted in just to be zeroed. */
+static void zero_keeping_resident(char *p, size_t len) {
+  static unsigned char resident[4096];
+  size_t page = mem_pagesize();
+  size_t npages = (len + page - 1) / page;
+  for (size_t first = 0; first < npages; first += sizeof resident) {
+    size_t n = npages - first < sizeof resident ? npages - first : sizeof resident;
+    char *chunk = p + first * page;
+    size_t chunk_len = first + n == npages ? len - first * page : n * page;
+    if (mincore(chunk, n * page, resident) != 0) {
+      memset(chunk, 0, chunk_len); /* cannot tell: clear it all */
+      continue;
+    }
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j < n && (resident[j] & 1) == (resident[i] & 1)) j++;
+      size_t off = i * page, end = j * page < chunk_len ? j * page : chunk_len;
+      if (resident[i] & 1) memset(chunk + off, 0, end - off);
+      else madvise(chunk + off, end - off, MADV_DONTNEED);
+      i = j;
+    }
+  }
+}
+
 void mem_reset_brk(void) {
   /* Every replay starts from a clean, zeroed heap. Up to MEM_KEEP_RESIDENT
-   * the pages are zeroed in place rather than given back: the next pass
-   * reuses the same addresses, so RSS does not grow, and a timed pass does
-   * not pay a page fault per 4 KiB that the system allocator, reusing its
-   * warm heap, does not pay (the classic memlib keeps its pages too). What
-   * lies beyond is given back, so one huge trace does not pin its memory. */
+   * the resident pages are zeroed in place rather than given back: the next
+   * pass reuses the same addresses, so RSS does not grow, and a timed pass
+   * does not pay a page fault per 4 KiB that the system allocator, reusing
+   * its warm heap, does not pay (the classic memlib keeps its pages too).
+   * What lies beyond is given back, so one huge trace does not pin its
+   * memory. The break only grows between resets, so nothing past it was
+   * touched since the last one. */
   if (heap_start && heap_brk > heap_start) {
     size_t used = (size_t)(heap_brk - heap_start);
     size_t keep = used < MEM_KEEP_RESIDENT ? used : MEM_KEEP_RESIDENT;
-    memset(heap_start, 0, keep);
-    if (used > keep) madvise(heap_start + keep, heap_cap - keep, MADV_DONTNEED);
+    zero_keeping_resident(heap_start, keep);
+    if (used > keep) madvise(heap_start + keep, used - keep, MADV_DONTNEED);
   }
   heap_brk = heap_start;
   sbrk_calls = 0;

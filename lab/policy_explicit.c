@@ -1,7 +1,7 @@
 /* policy_explicit: one explicit doubly linked free list.
  *
- * Free blocks are linked through their payload (32-bit offsets, so a free
- * block still fits in 16 bytes); allocation searches only free blocks instead
+ * Free blocks are linked through their payload (32-bit offsets in the narrow
+ * region, so a free block still fits in 16 bytes); allocation searches only free blocks instead
  * of the whole heap. The policies differ in where a freed block is inserted
  * and how the list is searched:
  *   explicit-lifo-first  push at the head (O(1) free), first fit;
@@ -16,24 +16,21 @@
 #include "heap_core.h"
 #include "policy_families.h"
 
-static core_list_t free_list;
+static core_list_t free_list[2]; /* per region width */
 
-static void idx_init(core_cfg_t cfg) {
-  (void)cfg;
-  free_list.head = free_list.tail = 0;
-}
+static void idx_init(core_cfg_t cfg) { free_list[cfg.wide].head = free_list[cfg.wide].tail = 0; }
 
-CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) { list_insert(&free_list, b, cfg.order); }
-CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
-  (void)cfg;
-  list_remove(&free_list, b);
+CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
+  list_insert(cfg, &free_list[cfg.wide], b, cfg.order);
 }
+CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) { list_remove(cfg, &free_list[cfg.wide], b); }
 CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
-  return list_find(&free_list, asize, cfg.fit == FIT_BEST);
+  return list_find(cfg, &free_list[cfg.wide], asize, cfg.fit == FIT_BEST);
 }
 
 static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
-  return core_check_list(&free_list, "free list", cfg.order, NULL, NULL, err, errlen, count);
+  return core_check_list(cfg, &free_list[cfg.wide], "free list", cfg.order, NULL, NULL, err,
+                         errlen, count);
 }
 
 #define EXPLICIT_POLICY(ident, pname, desc, ...) \

@@ -15,52 +15,52 @@
 #include "heap_core.h"
 #include "policy_families.h"
 
-static char *rover; /* next fit: where the next search starts (NULL: heap start) */
-static char *found; /* the block idx_find just returned, about to be allocated */
+/* Per region width (cfg.wide): */
+static char *rover[2]; /* next fit: where the next search starts (NULL: region start) */
+static char *found[2]; /* the block idx_find just returned, about to be allocated */
 
-static void idx_init(core_cfg_t cfg) {
-  (void)cfg;
-  rover = found = NULL;
-}
+static void idx_init(core_cfg_t cfg) { rover[cfg.wide] = found[cfg.wide] = NULL; }
 
 CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
-  (void)cfg;
   /* A merge may have swallowed the rover's block: point at the merged one. */
-  if (rover > b && rover < b + tag_size(b)) rover = b;
+  char **r = &rover[cfg.wide];
+  if (*r > b && *r < b + tag_size((int)cfg.wide, b)) *r = b;
 }
 
 CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
-  (void)cfg;
   /* The block just found stays a block start (it is allocated at its
    * bottom), so the rover may keep pointing at it; any other block leaving
    * the free set may be absorbed into a neighbour, so the rover lets go. */
-  if (b == found) {
-    found = NULL;
+  if (b == found[cfg.wide]) {
+    found[cfg.wide] = NULL;
     return;
   }
-  if (rover == b) rover = NULL;
+  if (rover[cfg.wide] == b) rover[cfg.wide] = NULL;
 }
 
-static char *implicit_scan(char *from, char *to, size_t asize) {
-  for (char *b = from; b != to; b = tag_next(b))
-    if (!tag_is_alloc(b) && tag_size(b) >= asize) return b;
+static char *implicit_scan(core_cfg_t cfg, char *from, char *to, size_t asize) {
+  int w = (int)cfg.wide;
+  for (char *b = from; b != to; b = tag_next(w, b))
+    if (!tag_is_alloc(w, b) && tag_size(w, b) >= asize) return b;
   return NULL;
 }
 
 CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
-  if (cfg.fit == FIT_FIRST) return implicit_scan(core_first, core_epi, asize);
+  int w = (int)cfg.wide;
+  core_region_t *rg = core_region(cfg);
+  if (cfg.fit == FIT_FIRST) return implicit_scan(cfg, rg->first, rg->epi, asize);
   if (cfg.fit == FIT_NEXT) {
-    char *start = rover ? rover : core_first;
-    char *b = implicit_scan(start, core_epi, asize);
-    if (!b) b = implicit_scan(core_first, start, asize);
-    rover = found = b;
+    char *start = rover[w] ? rover[w] : rg->first;
+    char *b = implicit_scan(cfg, start, rg->epi, asize);
+    if (!b) b = implicit_scan(cfg, rg->first, start, asize);
+    rover[w] = found[w] = b;
     return b;
   }
   char *best = NULL;
   size_t best_size = SIZE_MAX;
-  for (char *b = core_first; b != core_epi; b = tag_next(b)) {
-    size_t size = tag_size(b);
-    if (!tag_is_alloc(b) && size >= asize && size < best_size) {
+  for (char *b = rg->first; b != rg->epi; b = tag_next(w, b)) {
+    size_t size = tag_size(w, b);
+    if (!tag_is_alloc(w, b) && size >= asize && size < best_size) {
       best = b;
       best_size = size;
       if (size == asize) break;
@@ -79,11 +79,13 @@ static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
 
 static int implicit_check(core_cfg_t cfg, char *err, size_t errlen) {
   if (core_check(cfg, 0, err, errlen) != 0) return -1;
-  if (rover) {
-    char *b = core_first;
-    while (b != core_epi && b != rover) b = tag_next(b);
-    if (b != rover)
-      CORE_FAIL("next-fit rover at offset %zu is not a block start", core_heap_off(rover));
+  int w = (int)cfg.wide;
+  core_region_t *rg = core_region(cfg);
+  if (rover[w]) {
+    char *b = rg->first;
+    while (b != rg->epi && b != rover[w]) b = tag_next(w, b);
+    if (b != rover[w])
+      CORE_FAIL("next-fit rover at offset %zu is not a block start", core_heap_off(rover[w]));
   }
   return 0;
 }

@@ -39,14 +39,26 @@
 #include "policy_families.h"
 
 #define SEG_FINE_EXACT 1024 /* classes are 8 bytes wide up to here */
-#define SEG_CLASSES 296     /* enough fine classes for sizes below 2^31 */
-#define SEG_WORDS ((SEG_CLASSES + 63) / 64)
+/* Enough fine classes for every block size below 2^31 (narrow) and below
+ * 2^57 (wide, above any request core_malloc accepts). */
+#define SEG_CLASSES_NARROW 296
+#define SEG_CLASSES_WIDE 504
+#define SEG_WORDS_WIDE ((SEG_CLASSES_WIDE + 63) / 64)
 
-static core_list_t seg_lists[SEG_CLASSES];
-static uint64_t seg_nonempty[SEG_WORDS];
+_Static_assert(SEG_FINE_EXACT / 8 - 2 + 1 + (30 - 10) * 8 + 8 <= SEG_CLASSES_NARROW,
+               "fine classes must cover every narrow block size below 2^31");
+_Static_assert(SEG_FINE_EXACT / 8 - 2 + 1 + (56 - 10) * 8 + 8 <= SEG_CLASSES_WIDE,
+               "fine classes must cover every wide block size below 2^57");
 
-_Static_assert(SEG_FINE_EXACT / 8 - 2 + 1 + (30 - 10) * 8 + 8 <= SEG_CLASSES,
-               "fine classes must cover every block size below 2^31");
+/* Per region width (cfg.wide); the narrow region uses the first
+ * SEG_CLASSES_NARROW classes only. */
+static core_list_t seg_lists[2][SEG_CLASSES_WIDE];
+static uint64_t seg_nonempty[2][SEG_WORDS_WIDE];
+
+CORE_INLINE unsigned seg_classes(core_cfg_t cfg) {
+  return cfg.wide ? SEG_CLASSES_WIDE : SEG_CLASSES_NARROW;
+}
+CORE_INLINE unsigned seg_words(core_cfg_t cfg) { return (seg_classes(cfg) + 63) / 64; }
 
 CORE_INLINE unsigned seg_log2(size_t n) { return 63u - (unsigned)__builtin_clzll(n); }
 
@@ -59,27 +71,27 @@ CORE_INLINE unsigned seg_class(core_cfg_t cfg, size_t size) {
 }
 
 static void idx_init(core_cfg_t cfg) {
-  (void)cfg;
-  memset(seg_lists, 0, sizeof seg_lists);
-  memset(seg_nonempty, 0, sizeof seg_nonempty);
+  memset(seg_lists[cfg.wide], 0, sizeof seg_lists[cfg.wide]);
+  memset(seg_nonempty[cfg.wide], 0, sizeof seg_nonempty[cfg.wide]);
 }
 
 CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
-  unsigned c = seg_class(cfg, tag_size(b));
-  list_push_front(&seg_lists[c], b);
-  seg_nonempty[c / 64] |= (uint64_t)1 << (c % 64);
+  unsigned c = seg_class(cfg, tag_size((int)cfg.wide, b));
+  list_push_front(cfg, &seg_lists[cfg.wide][c], b);
+  seg_nonempty[cfg.wide][c / 64] |= (uint64_t)1 << (c % 64);
 }
 
 CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
-  unsigned c = seg_class(cfg, tag_size(b));
-  list_remove(&seg_lists[c], b);
-  if (!seg_lists[c].head) seg_nonempty[c / 64] &= ~((uint64_t)1 << (c % 64));
+  unsigned c = seg_class(cfg, tag_size((int)cfg.wide, b));
+  core_list_t *l = &seg_lists[cfg.wide][c];
+  list_remove(cfg, l, b);
+  if (!l->head) seg_nonempty[cfg.wide][c / 64] &= ~((uint64_t)1 << (c % 64));
 }
 
 /* First non-empty class >= c, or -1. */
-CORE_INLINE int seg_next_class(unsigned c) {
-  for (unsigned w = c / 64; w < SEG_WORDS; w++) {
-    uint64_t bits = seg_nonempty[w];
+CORE_INLINE int seg_next_class(core_cfg_t cfg, unsigned c) {
+  for (unsigned w = c / 64; w < seg_words(cfg); w++) {
+    uint64_t bits = seg_nonempty[cfg.wide][w];
     if (w == c / 64) bits &= ~(uint64_t)0 << (c % 64);
     if (bits) return (int)(w * 64 + (unsigned)__builtin_ctzll(bits));
   }
@@ -88,18 +100,19 @@ CORE_INLINE int seg_next_class(unsigned c) {
 
 CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
   int best = cfg.fit == FIT_BEST;
+  core_list_t *lists = seg_lists[cfg.wide];
   unsigned c = seg_class(cfg, asize);
-  int k = seg_next_class(c);
+  int k = seg_next_class(cfg, c);
   if (k < 0) return NULL;
   if ((unsigned)k == c) {
-    char *b = list_find(&seg_lists[c], asize, best);
+    char *b = list_find(cfg, &lists[c], asize, best);
     if (b) return b;
-    k = seg_next_class(c + 1);
+    k = seg_next_class(cfg, c + 1);
     if (k < 0) return NULL;
   }
   /* Every block of a higher class fits. */
-  if (!best) return core_ptr(seg_lists[k].head);
-  return list_find(&seg_lists[k], asize, 1);
+  if (!best) return core_ptr(cfg, lists[k].head);
+  return list_find(cfg, &lists[k], asize, 1);
 }
 
 typedef struct seg_check_ctx_s {
@@ -109,21 +122,26 @@ typedef struct seg_check_ctx_s {
 
 static int seg_in_class(char *b, void *ctx) {
   seg_check_ctx_t *c = ctx;
-  return seg_class(c->cfg, tag_size(b)) == c->cls;
+  return seg_class(c->cfg, tag_size((int)c->cfg.wide, b)) == c->cls;
 }
 
 static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
-  for (unsigned c = 0; c < SEG_CLASSES; c++) {
+  for (unsigned c = 0; c < SEG_CLASSES_WIDE; c++) {
+    core_list_t *l = &seg_lists[cfg.wide][c];
+    int bit = (seg_nonempty[cfg.wide][c / 64] >> (c % 64)) & 1;
+    if (c >= seg_classes(cfg)) {
+      if (l->head || l->tail || bit)
+        CORE_FAIL("size class %u is beyond the narrow format but in use", c);
+      continue;
+    }
     char where[48];
     snprintf(where, sizeof where, "size class %u", c);
     seg_check_ctx_t ctx = {cfg, c};
-    if (core_check_list(&seg_lists[c], where, ORDER_LIFO, seg_in_class, &ctx, err, errlen,
-                        count) != 0)
+    if (core_check_list(cfg, l, where, ORDER_LIFO, seg_in_class, &ctx, err, errlen, count) != 0)
       return -1;
-    int bit = (seg_nonempty[c / 64] >> (c % 64)) & 1;
-    if (bit != (seg_lists[c].head != 0))
+    if (bit != (l->head != 0))
       CORE_FAIL("size class %u: non-empty bit is %d but the list is %s", c, bit,
-                seg_lists[c].head ? "non-empty" : "empty");
+                l->head ? "non-empty" : "empty");
   }
   return 0;
 }

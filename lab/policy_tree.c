@@ -28,18 +28,31 @@
 #include "heap_core.h"
 #include "policy_families.h"
 
-static tag_t tree_root;
+/* Per region width (cfg.wide). The root is a link word like the children
+ * (read and written through tag_load/tag_store of the region's width), so
+ * insertion and removal can walk "slots" (addresses of link words). */
+static uint64_t tree_root[2];
 
-#define TREE_LEFT(b) (*tag_link0(b))
-#define TREE_RIGHT(b) (*tag_link1(b))
+CORE_INLINE char *tree_root_slot(core_cfg_t cfg) { return (char *)&tree_root[cfg.wide]; }
+CORE_INLINE char *tree_left(core_cfg_t cfg, char *b) { return tag_link_slot((int)cfg.wide, b, 0); }
+CORE_INLINE char *tree_right(core_cfg_t cfg, char *b) { return tag_link_slot((int)cfg.wide, b, 1); }
+CORE_INLINE tag_t slot_get(core_cfg_t cfg, char *slot) { return tag_load((int)cfg.wide, slot); }
+CORE_INLINE void slot_set(core_cfg_t cfg, char *slot, tag_t off) {
+  tag_store((int)cfg.wide, slot, off);
+}
 
-CORE_INLINE uint64_t tree_key(char *b) { return ((uint64_t)tag_size(b) << 32) | core_off(b); }
+/* (size, address) order: is n before the block at b of size bsize? */
+CORE_INLINE int tree_before(core_cfg_t cfg, char *n, size_t bsize, char *b) {
+  size_t nsize = tag_size((int)cfg.wide, n);
+  return nsize < bsize || (nsize == bsize && n < b);
+}
 
-/* A fixed pseudo-random priority: the murmur3 finaliser of the offset. (A
- * plain multiplicative hash is not enough: blocks at evenly spaced offsets,
- * freed in address order, then get priorities that build a deep tree.) */
+/* A fixed pseudo-random priority: the murmur3 finaliser of the offset
+ * (folded to 32 bits; narrow offsets are 32-bit already). (A plain
+ * multiplicative hash is not enough: blocks at evenly spaced offsets, freed
+ * in address order, then get priorities that build a deep tree.) */
 CORE_INLINE uint32_t tree_prio(tag_t off) {
-  uint32_t h = off;
+  uint32_t h = (uint32_t)(off ^ (off >> 32));
   h ^= h >> 16;
   h *= 0x85ebca6bu;
   h ^= h >> 13;
@@ -50,177 +63,186 @@ CORE_INLINE uint32_t tree_prio(tag_t off) {
 
 /* Exact small bins: one LIFO list per block size up to TREE_BIN_MAX, with a
  * bitmap of non-empty bins. Their first block is a best fit by size, found
- * in O(1); only larger blocks go to the tree. */
+ * in O(1); only larger blocks go to the tree. (Wide blocks start at 32 bytes,
+ * so the wide region leaves the first two bins empty.) */
 #define TREE_BIN_MAX 1024
 #define TREE_BINS (TREE_BIN_MAX / 8 - 1) /* sizes 16, 24, ..., 1024 */
 #define TREE_BIN_WORDS ((TREE_BINS + 63) / 64)
-static core_list_t tree_bins[TREE_BINS];
-static uint64_t tree_bin_nonempty[TREE_BIN_WORDS];
+static core_list_t tree_bins[2][TREE_BINS];
+static uint64_t tree_bin_nonempty[2][TREE_BIN_WORDS];
 
 CORE_INLINE unsigned tree_bin(size_t size) { return (unsigned)(size / 8 - 2); }
 
 static void idx_init(core_cfg_t cfg) {
-  (void)cfg;
-  tree_root = 0;
-  memset(tree_bins, 0, sizeof tree_bins);
-  memset(tree_bin_nonempty, 0, sizeof tree_bin_nonempty);
+  tree_root[cfg.wide] = 0;
+  memset(tree_bins[cfg.wide], 0, sizeof tree_bins[cfg.wide]);
+  memset(tree_bin_nonempty[cfg.wide], 0, sizeof tree_bin_nonempty[cfg.wide]);
 }
 
-CORE_INLINE void tree_insert(char *b);
-CORE_INLINE void tree_remove(char *b);
-CORE_INLINE char *tree_find(size_t asize);
+CORE_INLINE void tree_insert(core_cfg_t cfg, char *b);
+CORE_INLINE void tree_remove(core_cfg_t cfg, char *b);
+CORE_INLINE char *tree_find(core_cfg_t cfg, size_t asize);
 
 CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
-  (void)cfg;
-  size_t size = tag_size(b);
+  size_t size = tag_size((int)cfg.wide, b);
   if (size > TREE_BIN_MAX) {
-    tree_insert(b);
+    tree_insert(cfg, b);
     return;
   }
   unsigned c = tree_bin(size);
-  list_push_front(&tree_bins[c], b);
-  tree_bin_nonempty[c / 64] |= (uint64_t)1 << (c % 64);
+  list_push_front(cfg, &tree_bins[cfg.wide][c], b);
+  tree_bin_nonempty[cfg.wide][c / 64] |= (uint64_t)1 << (c % 64);
 }
 
 CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
-  (void)cfg;
-  size_t size = tag_size(b);
+  size_t size = tag_size((int)cfg.wide, b);
   if (size > TREE_BIN_MAX) {
-    tree_remove(b);
+    tree_remove(cfg, b);
     return;
   }
   unsigned c = tree_bin(size);
-  list_remove(&tree_bins[c], b);
-  if (!tree_bins[c].head) tree_bin_nonempty[c / 64] &= ~((uint64_t)1 << (c % 64));
+  core_list_t *l = &tree_bins[cfg.wide][c];
+  list_remove(cfg, l, b);
+  if (!l->head) tree_bin_nonempty[cfg.wide][c / 64] &= ~((uint64_t)1 << (c % 64));
 }
 
 CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
-  (void)cfg;
   if (asize <= TREE_BIN_MAX) {
     unsigned c = tree_bin(asize);
     for (unsigned w = c / 64; w < TREE_BIN_WORDS; w++) {
-      uint64_t bits = tree_bin_nonempty[w];
+      uint64_t bits = tree_bin_nonempty[cfg.wide][w];
       if (w == c / 64) bits &= ~(uint64_t)0 << (c % 64);
-      if (bits) return core_ptr(tree_bins[w * 64 + (unsigned)__builtin_ctzll(bits)].head);
+      if (bits)
+        return core_ptr(cfg, tree_bins[cfg.wide][w * 64 + (unsigned)__builtin_ctzll(bits)].head);
     }
   }
-  return tree_find(asize);
+  return tree_find(cfg, asize);
 }
 
-CORE_INLINE void tree_insert(char *b) {
-  tag_t off = core_off(b);
+CORE_INLINE void tree_insert(core_cfg_t cfg, char *b) {
+  tag_t off = core_off(cfg, b);
   uint32_t prio = tree_prio(off);
-  uint64_t key = tree_key(b);
-  tag_t *slot = &tree_root;
+  size_t bsize = tag_size((int)cfg.wide, b);
+  char *slot = tree_root_slot(cfg);
+  tag_t t;
   /* Descend while the nodes outrank the new one... */
-  while (*slot && tree_prio(*slot) > prio) {
-    char *n = core_ptr(*slot);
-    slot = tree_key(n) < key ? &TREE_RIGHT(n) : &TREE_LEFT(n);
+  while ((t = slot_get(cfg, slot)) && tree_prio(t) > prio) {
+    char *n = core_ptr(cfg, t);
+    slot = tree_before(cfg, n, bsize, b) ? tree_right(cfg, n) : tree_left(cfg, n);
   }
   /* ...then split the subtree there into keys below and above b's. */
-  tag_t t = *slot;
-  tag_t *lo = &TREE_LEFT(b), *hi = &TREE_RIGHT(b);
+  char *lo = tree_left(cfg, b), *hi = tree_right(cfg, b);
   while (t) {
-    char *n = core_ptr(t);
-    if (tree_key(n) < key) {
-      *lo = t;
-      lo = &TREE_RIGHT(n);
-      t = TREE_RIGHT(n);
+    char *n = core_ptr(cfg, t);
+    if (tree_before(cfg, n, bsize, b)) {
+      slot_set(cfg, lo, t);
+      lo = tree_right(cfg, n);
+      t = slot_get(cfg, lo);
     } else {
-      *hi = t;
-      hi = &TREE_LEFT(n);
-      t = TREE_LEFT(n);
+      slot_set(cfg, hi, t);
+      hi = tree_left(cfg, n);
+      t = slot_get(cfg, hi);
     }
   }
-  *lo = *hi = 0;
-  *slot = off;
+  slot_set(cfg, lo, 0);
+  slot_set(cfg, hi, 0);
+  slot_set(cfg, slot, off);
 }
 
-CORE_INLINE void tree_remove(char *b) {
-  tag_t off = core_off(b);
-  uint64_t key = tree_key(b);
-  tag_t *slot = &tree_root;
-  while (*slot != off) {
-    char *n = core_ptr(*slot);
-    slot = tree_key(n) < key ? &TREE_RIGHT(n) : &TREE_LEFT(n);
+CORE_INLINE void tree_remove(core_cfg_t cfg, char *b) {
+  tag_t off = core_off(cfg, b);
+  size_t bsize = tag_size((int)cfg.wide, b);
+  char *slot = tree_root_slot(cfg);
+  tag_t t;
+  while ((t = slot_get(cfg, slot)) != off) {
+    char *n = core_ptr(cfg, t);
+    slot = tree_before(cfg, n, bsize, b) ? tree_right(cfg, n) : tree_left(cfg, n);
   }
   /* Replace b by the merge of its subtrees (all left keys < all right keys). */
-  tag_t l = TREE_LEFT(b), r = TREE_RIGHT(b);
+  tag_t l = slot_get(cfg, tree_left(cfg, b)), r = slot_get(cfg, tree_right(cfg, b));
   while (l && r) {
     if (tree_prio(l) > tree_prio(r)) {
-      *slot = l;
-      slot = &TREE_RIGHT(core_ptr(l));
-      l = *slot;
+      slot_set(cfg, slot, l);
+      slot = tree_right(cfg, core_ptr(cfg, l));
+      l = slot_get(cfg, slot);
     } else {
-      *slot = r;
-      slot = &TREE_LEFT(core_ptr(r));
-      r = *slot;
+      slot_set(cfg, slot, r);
+      slot = tree_left(cfg, core_ptr(cfg, r));
+      r = slot_get(cfg, slot);
     }
   }
-  *slot = l ? l : r;
+  slot_set(cfg, slot, l ? l : r);
 }
 
-CORE_INLINE char *tree_find(size_t asize) {
+CORE_INLINE char *tree_find(core_cfg_t cfg, size_t asize) {
   char *best = NULL;
-  tag_t t = tree_root;
+  tag_t t = slot_get(cfg, tree_root_slot(cfg));
   while (t) {
-    char *n = core_ptr(t);
-    if (tag_size(n) >= asize) {
+    char *n = core_ptr(cfg, t);
+    if (tag_size((int)cfg.wide, n) >= asize) {
       best = n;
-      t = TREE_LEFT(n);
+      t = slot_get(cfg, tree_left(cfg, n));
     } else {
-      t = TREE_RIGHT(n);
+      t = slot_get(cfg, tree_right(cfg, n));
     }
   }
   return best;
 }
 
 /* Recursive in-order walk (depth is O(log n) in expectation; bounded by the
- * member count, since a revisited node is caught as listed twice). */
-static int tree_check_node(tag_t t, uint64_t *last, int *have_last, char *err, size_t errlen,
+ * member count, since a revisited node is caught as listed twice). last is
+ * the previous node visited (NULL before the first). */
+static int tree_check_node(core_cfg_t cfg, tag_t t, char **last, char *err, size_t errlen,
                            size_t *count) {
   if (!t) return 0;
-  char *n = core_ptr(t);
-  if (core_check_member(n, "tree", err, errlen) != 0) return -1;
-  if (tag_size(n) <= TREE_BIN_MAX)
+  int w = (int)cfg.wide;
+  char *n = core_ptr(cfg, t);
+  if (core_check_member(cfg, n, "tree", err, errlen) != 0) return -1;
+  if (tag_size(w, n) <= TREE_BIN_MAX)
     CORE_FAIL("tree: block at offset %zu (size %zu) belongs in a small bin", core_heap_off(n),
-              tag_size(n));
+              tag_size(w, n));
   (*count)++;
-  tag_t kids[2] = {TREE_LEFT(n), TREE_RIGHT(n)};
+  tag_t kids[2] = {slot_get(cfg, tree_left(cfg, n)), slot_get(cfg, tree_right(cfg, n))};
   for (int i = 0; i < 2; i++)
     if (kids[i] && tree_prio(kids[i]) > tree_prio(t))
       CORE_FAIL("tree: node at offset %zu outranks its parent (heap order broken)",
-                core_heap_off(core_ptr(kids[i])));
-  if (tree_check_node(kids[0], last, have_last, err, errlen, count) != 0) return -1;
-  uint64_t key = tree_key(n);
-  if (*have_last && key <= *last)
+                core_heap_off(core_ptr(cfg, kids[i])));
+  if (tree_check_node(cfg, kids[0], last, err, errlen, count) != 0) return -1;
+  /* Sizes read without the mark bit core_check_member set. */
+  if (*last && !tree_before(cfg, *last, tag_size(w, n), n))
     CORE_FAIL("tree: node at offset %zu (size %zu) breaks (size, address) order",
-              core_heap_off(n), tag_size(n));
-  *last = key;
-  *have_last = 1;
-  return tree_check_node(kids[1], last, have_last, err, errlen, count);
+              core_heap_off(n), tag_size(w, n));
+  *last = n;
+  return tree_check_node(cfg, kids[1], last, err, errlen, count);
 }
 
+typedef struct tree_bin_ctx_s {
+  core_cfg_t cfg;
+  unsigned bin;
+} tree_bin_ctx_t;
+
 static int tree_bin_accepts(char *b, void *ctx) {
-  return tag_size(b) <= TREE_BIN_MAX && tree_bin(tag_size(b)) == *(unsigned *)ctx;
+  tree_bin_ctx_t *c = ctx;
+  size_t size = tag_size((int)c->cfg.wide, b);
+  return size <= TREE_BIN_MAX && tree_bin(size) == c->bin;
 }
 
 static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
-  (void)cfg;
   for (unsigned c = 0; c < TREE_BINS; c++) {
     char where[32];
     snprintf(where, sizeof where, "small bin %u", c);
-    if (core_check_list(&tree_bins[c], where, ORDER_LIFO, tree_bin_accepts, &c, err, errlen,
-                        count) != 0)
+    tree_bin_ctx_t ctx = {cfg, c};
+    core_list_t *l = &tree_bins[cfg.wide][c];
+    if (core_check_list(cfg, l, where, ORDER_LIFO, tree_bin_accepts, &ctx, err, errlen, count) !=
+        0)
       return -1;
-    int bit = (tree_bin_nonempty[c / 64] >> (c % 64)) & 1;
-    if (bit != (tree_bins[c].head != 0))
+    int bit = (tree_bin_nonempty[cfg.wide][c / 64] >> (c % 64)) & 1;
+    if (bit != (l->head != 0))
       CORE_FAIL("small bin %u: non-empty bit is %d but the list is %s", c, bit,
-                tree_bins[c].head ? "non-empty" : "empty");
+                l->head ? "non-empty" : "empty");
   }
-  uint64_t last = 0;
-  int have_last = 0;
-  return tree_check_node(tree_root, &last, &have_last, err, errlen, count);
+  char *last = NULL;
+  return tree_check_node(cfg, slot_get(cfg, tree_root_slot(cfg)), &last, err, errlen, count);
 }
 
 #define TREE_POLICY(ident, pname, desc, ...) \

@@ -283,6 +283,55 @@ static void gen_objects(gen_t *g, size_t ops, uint64_t max_size, unsigned kinds_
   free(h);
 }
 
+/* largemem: a few multi-GiB blocks (3 GiB up to max_size) among small ones,
+ * like the 64-bit set's syn-largemem: small blocks live before the first
+ * huge request (so a heap that starts with small tags has live blocks when
+ * it must describe a huge one), at most two huge blocks live at a time
+ * (older ones freed, so later huge requests reuse and split their space),
+ * two adjacent huge blocks freed together (coalescing) and asked for again
+ * as one, and a small block realloc'ed past 4 GiB and later back down.
+ * Sizes only: replaying it touches no more than the driver's checked
+ * windows, and copies stay small (no huge block is grown by realloc, which a
+ * policy without in-place realloc would copy). */
+static void gen_largemem(gen_t *g, size_t ops, uint64_t max_size) {
+  const uint64_t gib = (uint64_t)1 << 30;
+  uint64_t huge_lo = max_size < 3 * gib ? max_size : 3 * gib;
+  size_t rounds = 6, smalls = ops / (2 * rounds) ? ops / (2 * rounds) : 1;
+  uint32_t live_small[64], huge[2] = {UINT32_MAX, UINT32_MAX};
+  size_t nsmall = 0;
+  for (int i = 0; i < 4; i++) live_small[nsmall++] = emit_alloc(g, rnd_range(g, 1, 256));
+  for (size_t r = 0; r < rounds && !g->failed; r++) {
+    if (huge[r % 2] != UINT32_MAX) emit_free(g, huge[r % 2]);
+    huge[r % 2] = emit_alloc(g, rnd_range(g, huge_lo, max_size));
+    for (size_t i = 0; i < smalls && !g->failed; i++) {
+      /* Keep a bounded set of small blocks, replacing a random one. */
+      if (nsmall == 64 || (nsmall && rnd(g) % 2)) {
+        size_t k = (size_t)(rnd(g) % nsmall);
+        emit_free(g, live_small[k]);
+        live_small[k] = live_small[--nsmall];
+      }
+      live_small[nsmall++] = emit_alloc(g, rnd_range(g, 1, 4096));
+    }
+  }
+  for (int i = 0; i < 2; i++) emit_free(g, huge[i]);
+  /* Two adjacent huge blocks, freed together, asked for again as one. */
+  uint64_t a_size = rnd_range(g, huge_lo, max_size / 2 > huge_lo ? max_size / 2 : huge_lo);
+  uint64_t b_size = rnd_range(g, huge_lo, max_size / 2 > huge_lo ? max_size / 2 : huge_lo);
+  uint32_t a = emit_alloc(g, a_size), b = emit_alloc(g, b_size);
+  emit_free(g, a);
+  emit_free(g, b);
+  uint32_t ab = emit_alloc(g, a_size + b_size);
+  /* A small block grown past 4 GiB by realloc, then shrunk back. */
+  uint32_t grow = emit_alloc(g, rnd_range(g, 100, 2000));
+  if (nsmall == 64) emit_free(g, live_small[--nsmall]);
+  live_small[nsmall++] = emit_alloc(g, rnd_range(g, 1, 64)); /* blocks it in place */
+  emit_realloc(g, grow, rnd_range(g, 4 * gib + 1, 4 * gib + 64 * ((uint64_t)1 << 20)));
+  emit_realloc(g, grow, rnd_range(g, 100, 2000));
+  emit_free(g, grow);
+  emit_free(g, ab);
+  while (nsmall) emit_free(g, live_small[--nsmall]);
+}
+
 typedef struct pattern_def_s {
   tracegen_pattern_t info;
   size_t default_ops;
@@ -299,12 +348,25 @@ static const pattern_def_t patterns[] = {
   {{"string", "power-law string lengths up to 255, power-law lifetimes"}, 8000, 256},
   {{"mix", "arrays, structs and strings mixed, power-law lifetimes"}, 8000, 25000},
   {{NULL, NULL}, 0, 0},
+  /* Named only: not in tracegen_patterns() (the demo and 'gen all' use that
+   * list), because replaying it needs tens of GiB of heap address space. */
+  {{"largemem", "a few blocks of 3 GiB to 40 GiB among small ones, a realloc past 4 GiB"},
+   200, (uint64_t)40 << 30},
+  {{NULL, NULL}, 0, 0},
 };
 
-const tracegen_pattern_t *tracegen_patterns(void) {
+static const tracegen_pattern_t *pattern_list(void) {
   static tracegen_pattern_t list[sizeof patterns / sizeof patterns[0]];
   for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) list[i] = patterns[i].info;
   return list;
+}
+
+const tracegen_pattern_t *tracegen_patterns(void) { return pattern_list(); }
+
+const tracegen_pattern_t *tracegen_named_only_patterns(void) {
+  const tracegen_pattern_t *p = pattern_list();
+  while (p->name) p++;
+  return p + 1;
 }
 
 static int errorf(char *err, size_t errlen, const char *fmt, ...)
@@ -322,8 +384,8 @@ int tracegen_text(const char *pattern, const tracegen_params_t *params, char **t
   *text = NULL;
   *len = 0;
   const pattern_def_t *def = NULL;
-  for (const pattern_def_t *p = patterns; p->info.name; p++)
-    if (!strcmp(p->info.name, pattern)) def = p;
+  for (const pattern_def_t *p = patterns; p < patterns + sizeof patterns / sizeof patterns[0]; p++)
+    if (p->info.name && !strcmp(p->info.name, pattern)) def = p;
   if (!def) return errorf(err, errlen, "unknown pattern '%s'", pattern);
   size_t ops = params->ops ? params->ops : def->default_ops;
   uint64_t max_size = params->max_size ? params->max_size : def->default_max;
@@ -340,6 +402,7 @@ int tracegen_text(const char *pattern, const tracegen_params_t *params, char **t
   else if (!strcmp(pattern, "array")) gen_objects(&g, ops, max_size, 1u << KIND_ARRAY);
   else if (!strcmp(pattern, "struct")) gen_objects(&g, ops, max_size, 1u << KIND_STRUCT);
   else if (!strcmp(pattern, "string")) gen_objects(&g, ops, max_size, 1u << KIND_STRING);
+  else if (!strcmp(pattern, "largemem")) gen_largemem(&g, ops, max_size);
   else gen_objects(&g, ops, max_size, 7u);
 
   int rc = -1;

@@ -28,8 +28,13 @@ typedef struct tracegen_pattern_s {
   const char *description;  /* one line for --help */
 } tracegen_pattern_t;
 
-/* All patterns, terminated by an entry whose name is NULL. */
+/* The patterns of the demo and of `gen all`, terminated by an entry whose
+ * name is NULL. */
 const tracegen_pattern_t *tracegen_patterns(void);
+/* Patterns generated only when named (`gen largemem`): replaying them needs
+ * tens of GiB of heap address space (MAP_NORESERVE, barely touched), which
+ * the demo should not ask of every machine. Terminated the same way. */
+const tracegen_pattern_t *tracegen_named_only_patterns(void);
 
 /* Generate the trace text (classic header + requests) into a malloc'd
  * buffer. Returns 0, or -1 with a message in err (unknown pattern, out of
