@@ -23,7 +23,8 @@
  *
  * The remote path reads only the header's owner field, which nobody writes
  * while the block is allocated; the owner may be rewriting the neighbouring
- * fields (prev_units, the FIT_LAST flag) at the same time.
+ * fields (prev_units, prev_free / next_free, the FIT_LAST flag) at the same
+ * time, which are separate memory locations.
  */
 #include "my_malloc.h"
 #include "fit_arena.h"
@@ -193,6 +194,7 @@ static inline void *fit_bins_malloc(fit_arena_t *a, size_t size) {
     if (b) {
       fit_size_index_pop(a, i, b);
       b->size_flags &= ~FIT_FREE;
+      fit_tell_neighbours(b, 0);
       fit_add_free_bytes(a, -(long)need);
       return fit_payload(b);
     }
@@ -209,17 +211,15 @@ static inline int fit_bins_free(void *ptr, fit_arena_t *a) {
   uint64_t flags = b->size_flags;
   size_t size = (size_t)(flags & ~FIT_FLAGS);
   if (b->owner != a->id || (flags & FIT_FREE) || size < FIT_MIN_BLOCK || size >= FIT_BIN_LIMIT) return 0;
-  fit_block_t *next = (flags & FIT_LAST) ? NULL : fit_next_phys(b);
-  /* A set hint may be stale (an exact fit does not clear it): look at the
-   * predecessor here and take the out-of-line path only to coalesce. */
-  if ((next && fit_is_free(next)) ||
-      (b->prev_units && (flags & FIT_PREV_MAYBE_FREE) && fit_is_free(fit_prev_phys(b)))) {
+  /* The header says whether a neighbour is free: no other header is read
+   * unless there is something to merge. */
+  if (b->prev_free | b->next_free) {
     fit_bins_arena_free(a, b); /* coalescing */
     return 1;
   }
   b->size_flags = (uint64_t)size | FIT_FREE | (flags & FIT_LAST);
   fit_size_index_insert(a, b);
-  if (next) next->size_flags |= FIT_PREV_MAYBE_FREE;
+  fit_tell_neighbours(b, 1);
   fit_add_free_bytes(a, (long)size);
   return 1;
 }

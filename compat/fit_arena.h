@@ -48,33 +48,32 @@ static inline __attribute__((always_inline)) void *fit_arena_malloc_k(fit_arena_
     /* Split, handing out the back: the free front keeps its address, so an
      * address-ordered index (the naive list, the first-fit tree) needs no
      * reinsertion, and the remainder cannot touch another free block
-     * because b was free and free blocks are never adjacent. */
+     * because b was free and free blocks are never adjacent. The front's
+     * neighbour bytes stay right: its predecessor is in use, and so is its
+     * new successor. */
     size_t rest = have - need;
-    fit_set_size_keep_hint(b, rest, FIT_FREE);
+    fit_set_size(b, rest, FIT_FREE);
     if (indexed)
       fit_index_resized_k(a, b, have, kind);
     else
       fit_index_insert_k(a, b, kind);
     b = (fit_block_t *)((char *)b + rest);
     b->prev_units = (uint32_t)(rest / FIT_ALIGN);
-    b->owner = a->id;
-    fit_set_size(b, need, last | FIT_PREV_MAYBE_FREE); /* its predecessor is the free front */
+    b->owner = (uint16_t)a->id;
+    b->prev_free = 1; /* the free front */
+    b->next_free = 0; /* the old block's successor: not free, or b was not */
+    fit_set_size(b, need, last);
     if (!last) {
-      /* The successor's predecessor is now this allocated block: clear its
-       * hint while its header is being written anyway (same cache line), so
-       * its free does not have to look back here. */
       fit_block_t *next = fit_next_phys(b);
       next->prev_units = (uint32_t)(need / FIT_ALIGN);
-      next->size_flags &= ~FIT_PREV_MAYBE_FREE;
+      next->prev_free = 0;
     } else if (fit_ends_top_run(a, b))
       a->top_last = b;
     have = need;
   } else {
     if (indexed) fit_index_remove_k(a, b, kind);
-    /* The successor's FIT_PREV_MAYBE_FREE stays set: a stale hint only costs
-     * free() one look at this header, and clearing it would cost a cache
-     * miss on every exact fit. */
-    fit_set_size_keep_hint(b, have, last);
+    fit_set_size(b, have, last);
+    fit_tell_neighbours(b, 0);
   }
   fit_add_free_bytes(a, -(long)have);
   return fit_payload(b);
@@ -86,36 +85,34 @@ static inline __attribute__((always_inline)) void fit_arena_free_k(fit_arena_t *
   uint64_t last = b->size_flags & FIT_LAST;
   fit_add_free_bytes(a, (long)size);
 
-  if (!last) {
+  /* The neighbours' state is in b's own header: their headers are read
+   * only to merge with them. */
+  if (b->next_free) {
     fit_block_t *next = fit_next_phys(b);
-    if (fit_is_free(next)) {
-      fit_index_remove_k(a, next, kind);
-      size += fit_size(next);
-      last = next->size_flags & FIT_LAST;
-    }
+    fit_index_remove_k(a, next, kind);
+    size += fit_size(next);
+    last = next->size_flags & FIT_LAST;
   }
-  /* The predecessor's header is only read when the hint says it may be
-   * free (it is set whenever a block becomes free, on its successor). */
-  if (b->prev_units != 0 && (b->size_flags & FIT_PREV_MAYBE_FREE)) {
+  if (b->prev_free) {
+    /* Grow the predecessor in place: it keeps its address, so an
+     * address-ordered index only needs its sizes refreshed. */
     fit_block_t *prev = fit_prev_phys(b);
-    if (fit_is_free(prev)) {
-      /* Grow the predecessor in place: it keeps its address, so an
-       * address-ordered index only needs its sizes refreshed. */
-      size_t old = fit_size(prev);
-      size += old;
-      fit_set_size_keep_hint(prev, size, FIT_FREE | last);
-      b = prev;
-      fit_index_resized_k(a, b, old, kind);
-      goto linked;
-    }
+    size_t old = fit_size(prev);
+    size += old;
+    fit_set_size(prev, size, FIT_FREE | last);
+    prev->next_free = 0;
+    b = prev;
+    fit_index_resized_k(a, b, old, kind);
+  } else {
+    fit_set_size(b, size, FIT_FREE | last);
+    b->next_free = 0;
+    fit_index_insert_k(a, b, kind);
+    if (b->prev_units) fit_prev_phys(b)->next_free = 1;
   }
-  fit_set_size(b, size, FIT_FREE | last); /* the predecessor is allocated: hint cleared */
-  fit_index_insert_k(a, b, kind);
-linked:
   if (!last) {
     fit_block_t *next = fit_next_phys(b);
     next->prev_units = (uint32_t)(size / FIT_ALIGN);
-    next->size_flags |= FIT_PREV_MAYBE_FREE;
+    next->prev_free = 1;
   } else if (fit_ends_top_run(a, b)) {
     a->top_last = b;
   }

@@ -84,7 +84,9 @@ static fit_block_t *fit_start_run(fit_arena_t *a, char *got, size_t len) {
   a->runs = run;
   fit_block_t *b = (fit_block_t *)(start + sizeof(fit_run_t));
   b->prev_units = 0;
-  b->owner = a->id;
+  b->owner = (uint16_t)a->id;
+  b->prev_free = 0;
+  b->next_free = 0;
   fit_set_size(b, size, FIT_FREE | FIT_LAST);
   a->top_last = b;
   a->top_end = (char *)b + size;
@@ -134,15 +136,18 @@ fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need) {
     if (extend && have) {
       /* The run ends with a free block: grow it instead of adding one. */
       fit_index_remove(a, last);
-      fit_set_size_keep_hint(last, have + ask, FIT_FREE | FIT_LAST);
+      fit_set_size(last, have + ask, FIT_FREE | FIT_LAST);
       fit_add_free_bytes(a, (long)ask);
       b = last;
     } else if (extend) {
       b = (fit_block_t *)brk_now;
       b->prev_units = (uint32_t)(fit_size(last) / FIT_ALIGN);
-      b->owner = a->id;
+      b->owner = (uint16_t)a->id;
+      b->prev_free = 0; /* last is in use, or it would have been grown */
+      b->next_free = 0;
       fit_set_size(b, ask, FIT_FREE | FIT_LAST);
       last->size_flags &= ~FIT_LAST;
+      last->next_free = 1;
       a->top_last = b;
       fit_add_free_bytes(a, (long)ask);
     } else {

@@ -13,10 +13,10 @@
  *
  * Invariants (checked by fit_check_arena):
  *  - a block's header says its size, whether it is free, whether it ends its
- *    run, the size of its physical predecessor (0 = first of run) and the id
- *    of the arena that owns it;
+ *    run, the size of its physical predecessor (0 = first of run), the id
+ *    of the arena that owns it, and whether each physical neighbour is
+ *    free (prev_free, next_free: exact, 0 at a run's ends);
  *  - no two free blocks are physically adjacent (free coalesces both sides);
- *  - a block whose predecessor is free carries FIT_PREV_MAYBE_FREE;
  *  - every free block is in its arena's free index exactly once, and the
  *    index holds nothing else;
  *  - arena->free_bytes is the sum of the sizes of the free blocks.
@@ -47,17 +47,20 @@
 
 #define FIT_FREE ((uint64_t)1)
 #define FIT_LAST ((uint64_t)2)
-/* bit 2 is the checker's scratch mark (fit_check.c) */
-/* Set on a block whenever its predecessor becomes free, cleared lazily: if
- * the predecessor is free, this is set (the converse need not hold). Lets
- * free() skip reading the predecessor's header, a cache miss, in the common
- * case where the predecessor is in use. */
-#define FIT_PREV_MAYBE_FREE ((uint64_t)8)
+/* bit 2 is the checker's scratch mark (fit_check.c); bit 3 is unused */
 #define FIT_FLAGS ((uint64_t)15)
 
+/* prev_free and next_free let free() decide whether to coalesce from its
+ * own header alone: reading the neighbours' headers to find out cost two
+ * dependent cache misses per free (docs/LAB.md, section fit). They are
+ * bytes of their own so that a block changing state sets them in its
+ * neighbours with plain byte stores, which never wait for the line to
+ * arrive, instead of read-modify-writes of size_flags. */
 typedef struct fit_block {
   uint32_t prev_units; /* size of the physical predecessor / 16; 0 = first of run */
-  uint32_t owner;      /* id of the owning arena (fit_arena_by_id) */
+  uint16_t owner;      /* id of the owning arena (fit_arena_by_id) */
+  uint8_t prev_free;   /* 1 iff the physical predecessor is a free block */
+  uint8_t next_free;   /* 1 iff the physical successor is a free block */
   uint64_t size_flags; /* block size in bytes | FIT_FREE | FIT_LAST */
 } fit_block_t;
 
@@ -104,6 +107,7 @@ enum {
   FIT_ARENA_THREAD0 = 16
 };
 #define FIT_MAX_THREAD_ARENAS 64u
+_Static_assert(FIT_ARENA_THREAD0 + FIT_MAX_THREAD_ARENAS <= UINT16_MAX, "arena ids fit the header's owner field");
 
 typedef struct fit_arena {
   uint32_t id;
@@ -142,9 +146,11 @@ static inline fit_block_t *fit_prev_phys(fit_block_t *b) {
 static inline void fit_set_size(fit_block_t *b, size_t size, uint64_t flags) {
   b->size_flags = (uint64_t)size | flags;
 }
-/* Same, keeping the block's FIT_PREV_MAYBE_FREE hint. */
-static inline void fit_set_size_keep_hint(fit_block_t *b, size_t size, uint64_t flags) {
-  b->size_flags = (uint64_t)size | flags | (b->size_flags & FIT_PREV_MAYBE_FREE);
+/* Tells b's physical neighbours whether b is free (stores only: b's own
+ * header says where they are, and nothing of theirs is read). */
+static inline void fit_tell_neighbours(fit_block_t *b, uint8_t is_free) {
+  if (b->prev_units) fit_prev_phys(b)->next_free = is_free;
+  if (!fit_is_last(b)) fit_next_phys(b)->prev_free = is_free;
 }
 static inline void fit_add_free_bytes(fit_arena_t *a, long delta) {
   unsigned long v = atomic_load_explicit(&a->free_bytes, memory_order_relaxed);
