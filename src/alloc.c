@@ -121,7 +121,8 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
         if (q != p || tes_segment_of(q)->size != old_seg) counters->huge_remaps++;
         if (q == p) counters->realloc_in_place++;
 #if TES_SECURE
-        tes_secure_set_padding(&tes_segment_of(q)->pages[0], q, size);
+        tes_secure_check_padding(&seg->pages[0], p); /* in place (q == p): judge the old size first */
+        tes_secure_set_padding(&seg->pages[0], q, size);
 #endif
         return q;
       }

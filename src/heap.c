@@ -327,7 +327,7 @@ static void *page_take_block(tes_heap_t *heap, tes_page_t *page, size_t requeste
     else memset(block, 0, page->block_size);
   }
 #if TES_SECURE
-  tes_secure_on_alloc(page, block, requested);
+  tes_secure_arm(page, block, requested);
 #else
   (void)requested;
 #endif

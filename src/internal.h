@@ -97,11 +97,14 @@ typedef struct tes_page_s tes_page_t;
 typedef struct tes_segment_s tes_segment_t;
 
 /* ---- page ------------------------------------------------------------------ */
+/* The first cache line holds everything both fast paths read, in the default
+ * and in the hardened build (area and keys are the hardened free's checks);
+ * the list links and statistics follow, and what other threads write starts
+ * a line of its own. */
 struct tes_page_s {
   tes_block_t *free;           /* fast path: malloc pops */
   tes_block_t *local_free;     /* fast path: owner's free pushes */
   uint32_t used;               /* live blocks (+1 pinned; 1 when in_full) */
-  uint32_t reserved;           /* blocks that fit in the page */
   uint32_t capacity;           /* blocks carved so far (lazy extension) */
   uint8_t class_index;
   /* A byte of its own, not a bit beside the others: a remote free reads it
@@ -115,20 +118,21 @@ struct tes_page_s {
   uint8_t purge_pending : 1;   /* retired and waiting in heap's purge list */
   uint8_t purged : 1;          /* physical memory given back */
   uint8_t index;               /* position in the segment */
+  uint32_t reserved;           /* blocks that fit in the page */
   size_t block_size;
-  tes_page_t *next, *prev;     /* class queue, full queue or purge list */
-  /* What other threads write (remote frees) starts a new cache line, so
-   * their CASes do not keep stealing the line of the owner's fast path. */
-  _Atomic uintptr_t xthread_free __attribute__((aligned(64))); /* remote frees (tagged pointer, TES_TF_*) */
-  _Atomic(struct tes_heap_s *) heap;
   uint8_t *area;               /* first block */
+  uintptr_t keys[2];           /* secure build: link keys; keys[1] is also the canary */
+  tes_page_t *next, *prev;     /* class queue, full queue or purge list */
   uint64_t installed;          /* blocks ever placed on `free` (stats) */
   uint64_t remote_collected;   /* remote frees collected (stats) */
   int64_t live_base;           /* live count when the stats above were last folded */
   int64_t purge_expire;        /* ms clock when a retired page may be purged */
-  uintptr_t key;               /* secure build: free-list encoding key */
-  uint64_t reciprocal;         /* secure build: 2^40 / block_size + 1 (division-free block check) */
+  /* What other threads write (remote frees) starts a new cache line, so
+   * their CASes do not keep stealing the line of the owner's fast path. */
+  _Atomic uintptr_t xthread_free __attribute__((aligned(64))); /* remote frees (tagged pointer, TES_TF_*) */
+  _Atomic(struct tes_heap_s *) heap;
 };
+static_assert(offsetof(tes_page_t, next) == 64, "the fast-path fields fill exactly the first cache line");
 
 /* ---- segment ------------------------------------------------------------- */
 struct tes_segment_s {
@@ -149,6 +153,7 @@ struct tes_segment_s {
   int64_t cache_expire;         /* ms clock when it entered the cache */
   size_t large_offset;         /* large: block start offset */
   size_t dirty_end;            /* bytes from the start that may be non-zero */
+  size_t clean_below;          /* secure large blocks: [header, clean_below) reads as zero */
   uintptr_t cookie;            /* secure: proves the header is ours */
   tes_segment_t *all_next, *all_prev; /* every small/medium segment (stats, visit) */
   bool in_all_list;
@@ -261,23 +266,35 @@ static inline uint32_t tes_page_live(const tes_page_t *page) {
   return page->in_full ? page->reserved : page->used - page->pinned;
 }
 
-/* Free-list link encoding: identity in the default build; in the secure build
- * links are XORed with a per-page key so an overflow cannot forge them. */
-TES_INLINE tes_block_t *tes_block_next(const tes_page_t *page, const tes_block_t *b) {
+/* Free-list link encoding: identity in the default build. In the secure
+ * build a link is stored as rotl(next ^ keys[1], 17) + keys[0] with the
+ * page's two random keys (mimalloc's mi_ptr_encode scheme): an overflow or a
+ * use-after-free write cannot forge a link without both keys, and the list
+ * terminator (NULL) does not reveal a key. Three instructions each way. */
+#define TES_LINK_ROTATE 17
+TES_INLINE uintptr_t tes_link_decode(const tes_page_t *page, uintptr_t stored) {
 #if TES_SECURE
-  return (tes_block_t *)((uintptr_t)b->next ^ page->key);
+  uintptr_t x = stored - page->keys[0];
+  return ((x >> TES_LINK_ROTATE) | (x << (64 - TES_LINK_ROTATE))) ^ page->keys[1];
 #else
   (void)page;
-  return b->next;
+  return stored;
 #endif
 }
-TES_INLINE void tes_block_set_next(const tes_page_t *page, tes_block_t *b, tes_block_t *next) {
+TES_INLINE uintptr_t tes_link_encode(const tes_page_t *page, uintptr_t next) {
 #if TES_SECURE
-  b->next = (tes_block_t *)((uintptr_t)next ^ page->key);
+  uintptr_t x = next ^ page->keys[1];
+  return ((x << TES_LINK_ROTATE) | (x >> (64 - TES_LINK_ROTATE))) + page->keys[0];
 #else
   (void)page;
-  b->next = next;
+  return next;
 #endif
+}
+TES_INLINE tes_block_t *tes_block_next(const tes_page_t *page, const tes_block_t *b) {
+  return (tes_block_t *)tes_link_decode(page, (uintptr_t)b->next);
+}
+TES_INLINE void tes_block_set_next(const tes_page_t *page, tes_block_t *b, tes_block_t *next) {
+  b->next = (tes_block_t *)tes_link_encode(page, (uintptr_t)next);
 }
 
 /* ---- init.c ---------------------------------------------------------------- */
@@ -382,14 +399,88 @@ extern tes_lock_t tes_stats_lock;
 
 /* ---- secure.c ---------------------------------------------------------------- */
 #if TES_SECURE
-#define TES_PADDING 16  /* bytes reserved after each block for the canary */
-void tes_secure_on_alloc(tes_page_t *page, void *p, size_t requested); /* new block */
-void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested);
-void tes_secure_check_padding(tes_page_t *page, void *p);
+/* The hardened block layout (every small, medium and large block):
+ *   [requested bytes][canary: 8 bytes][slack][requested size: 8 bytes]
+ * The canary starts right after the last requested byte (unaligned), so an
+ * overflow of even one byte changes it; the requested size sits in the
+ * block's last word, where free finds it from the page's block size alone. */
+#define TES_PADDING 16
+/* The canary is the page's keys[1], whose bytes all have their top bit set
+ * (tes_secure_page_init): the usual off-by-one writes (a NUL, an ASCII
+ * character) can never leave it intact by chance. */
+#define TES_CANARY_BITS ((uintptr_t)0x8080808080808080ull)
+
+/* Per class, c = ceil(2^64 / block size): for an offset n < 2^32 one
+ * 64x64->128-bit multiply n * c gives in its high half n / block size and
+ * in its low half a value below c exactly when n is a multiple of it
+ * (Lemire, Kaser & Kurz, "Faster remainder by direct computation", 2019). */
+extern const uint64_t tes_secure_divisors[TES_CLASS_COUNT];
+
+/* Is p a block start of its small/medium page, and which block? Callers
+ * guarantee area <= p < area + page size (the slice table, or
+ * tes_owned_segment): the offset is below 2^19. One multiply. */
+TES_INLINE bool tes_secure_block_index(const tes_page_t *page, const void *p, size_t *index) {
+  uint64_t c = tes_secure_divisors[page->class_index];
+  unsigned __int128 product = (unsigned __int128)((uintptr_t)p - (uintptr_t)page->area) * c;
+  *index = (size_t)(product >> 64);
+  return (uint64_t)product < c;
+}
+
+/* What free writes into a block's size word: no size is that large, so a
+ * second free of the block fails the size check of tes_secure_free_quick
+ * and tes_secure_free_verdict names it a double free; malloc overwrites it. */
+#define TES_FREED_TAG SIZE_MAX
+
+/* A block was just handed out for `requested` bytes (requested <=
+ * block_size - TES_PADDING): write the canary and the size (4 instructions). */
+TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested) {
+  memcpy((uint8_t *)p + requested, &page->keys[1], sizeof(uintptr_t));
+  memcpy((uint8_t *)p + page->block_size - sizeof(size_t), &requested, sizeof requested);
+}
+
+/* Every check of a free into a small/medium page that is ours (slice table
+ * or segment map) at once, no report: true when p is a carved block start
+ * of a page in use (a retired page has capacity 0), it was not freed already
+ * (its size word is not TES_FREED_TAG) and its canary is intact; the size
+ * word then gets the tag. Nothing at p is read before p is known to be a
+ * block start. About 20 instructions, on the page's first cache line and
+ * the block's last word; anything else goes to tes_secure_free_verdict,
+ * which finds out what is wrong and reports it. */
+TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
+  size_t bs = page->block_size;
+  size_t index;
+  if (!tes_secure_block_index(page, p, &index) || index >= page->capacity) return false;
+  uint8_t *size_word = (uint8_t *)p + bs - sizeof(size_t);
+  size_t requested;
+  memcpy(&requested, size_word, sizeof requested);
+  if (requested > bs - TES_PADDING) return false; /* freed already, or overwritten */
+  uintptr_t canary;
+  memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
+  if (canary != page->keys[1]) return false;
+  size_t tag = TES_FREED_TAG;
+  memcpy(size_word, &tag, sizeof tag);
+  return true;
+}
+
+/* The same checks, reporting what is wrong (secure.c): false when p must not
+ * be freed (invalid or double free); an overflow is reported and the block
+ * is still freed (true). Tags the block when it is to be freed. */
+bool tes_secure_free_verdict(const tes_page_t *page, void *p);
+/* Owner's free that failed tes_secure_free_quick: judge, then free. */
+void tes_secure_free_local(tes_page_t *page, void *p);
+
+void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested); /* realloc in place */
+void tes_secure_check_padding(const tes_page_t *page, const void *p);     /* reports an overflow */
 size_t tes_secure_requested(const tes_page_t *page, const void *p);
-bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p); /* false: do not free */
-bool tes_secure_check_block(tes_page_t *page, void *p);                  /* small/medium, page known ours */
+bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p); /* slow path; false: do not free */
+void tes_secure_page_init(tes_page_t *page); /* random keys */
 void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count);
+/* Guard pages of every segment (fixed places, set once when it is mapped):
+ * one after the header (none with pages too large to fit one before the
+ * first block page) and the last OS page of the segment. */
+size_t tes_secure_header_guard(void);      /* offset of the header guard, 0 if none */
+size_t tes_secure_first_free_offset(void); /* first byte past the header (and its guard) */
+void tes_secure_guard_segment(void *seg, size_t size);
 #else
 #define TES_PADDING 0
 #endif

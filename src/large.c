@@ -2,7 +2,9 @@
  *
  * Each large block has a segment of its own: header at the segment start, the
  * block at large_offset (512 bytes, or the requested alignment), size rounded
- * to 4 MiB. Freeing puts the segment into the shared segment cache (bounded,
+ * to 4 MiB. (The hardened build places the block at the END of its segment
+ * instead, right before the segment's guard page, and never moves that end:
+ * its realloc stays in place only within a page of the guard.) Freeing puts the segment into the shared segment cache (bounded,
  * purged after the purge delay), so repeated multi-megabyte alloc/free cycles
  * do not become mmap/munmap storms. realloc stays in place while the block
  * fits its segment and otherwise grows it with mremap (page tables move, no
@@ -35,19 +37,13 @@ static void in_use_add(int64_t delta) {
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) & ~(to - 1); }
 
-/* Usable bytes of a large block of `size` at `offset`: whole OS pages. The
- * hardened build ends the block exactly at a page boundary (the guard page
- * follows it directly), so the block is rounded from the segment start. */
-static size_t block_usable(size_t offset, size_t size) {
-  size_t page = tes_os_page_size();
-#if TES_SECURE
-  return round_up(offset + size + TES_PADDING, page) - offset;
-#else
-  (void)offset;
-  size_t usable = round_up(size, page);
-  return usable == 0 ? page : usable; /* aligned_alloc(big, 0) still gets a block */
-#endif
+#if !TES_SECURE
+/* Usable bytes of a large block of `size`: whole OS pages. */
+static size_t block_usable(size_t size) {
+  size_t usable = round_up(size, tes_os_page_size());
+  return usable == 0 ? tes_os_page_size() : usable; /* aligned_alloc(big, 0) still gets a block */
 }
+#endif
 
 static void list_insert(tes_segment_t *seg) {
   tes_lock(&large_lock);
@@ -65,6 +61,7 @@ static void list_remove_locked(tes_segment_t *seg) {
   seg->next = seg->prev = NULL;
 }
 
+#if !TES_SECURE
 /* Give back the dirty memory beyond `keep` bytes from the segment start. */
 static void purge_tail(tes_segment_t *seg, size_t keep) {
   size_t page = tes_os_page_size();
@@ -74,9 +71,9 @@ static void purge_tail(tes_segment_t *seg, size_t keep) {
     if (tes_os_purge((uint8_t *)seg + keep, len, true)) seg->dirty_end = keep;
   }
 }
+#endif
 
 void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero) {
-  size_t page_size = tes_os_page_size();
   if (size > LARGE_MAX_SIZE || alignment > TES_MAX_ALIGNMENT) {
     heap->counters.malloc_failed++;
     errno = ENOMEM;
@@ -90,8 +87,22 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
   tes_cache_purge(false);
   size_t offset = TES_LARGE_OFFSET;
   if (alignment > offset) offset = alignment;
-  size_t usable = block_usable(offset, size);
-  size_t total = round_up(offset + usable + (TES_SECURE ? page_size : 0), TES_SEGMENT_SIZE);
+#if TES_SECURE
+  size_t page_size = tes_os_page_size();
+  /* The block ends right before the segment's last OS page, a guard put
+   * there when the segment was mapped (tes_secure_guard_segment): placed at
+   * the end, the block needs no mprotect of its own, even when the segment
+   * comes from the cache. Its start is the highest aligned address that
+   * leaves room for the size and the padding. */
+  size_t align = alignment > 16 ? alignment : 16;
+  size_t lowest = tes_secure_first_free_offset();
+  if (lowest < offset) lowest = offset;
+  lowest = round_up(lowest, align);
+  size_t total = round_up(lowest + size + TES_PADDING + page_size, TES_SEGMENT_SIZE);
+#else
+  size_t usable = block_usable(size);
+  size_t total = round_up(offset + usable, TES_SEGMENT_SIZE);
+#endif
   tes_segment_t *seg = tes_segment_obtain(total, alignment > TES_SEGMENT_SIZE ? alignment : TES_SEGMENT_SIZE);
   if (seg == NULL) {
     heap->counters.malloc_failed++;
@@ -99,10 +110,29 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
     return NULL;
   }
   size_t seg_size = seg->size, dirty = seg->dirty_end, purged = seg->purged_bytes;
+#if TES_SECURE
+  size_t clean_below = seg->clean_below;
+#endif
   memset(seg, 0, LARGE_HEADER_BYTES);
   seg->size = seg_size;
   seg->dirty_end = dirty;
   if (purged) tes_os_commit_note((int64_t)purged); /* the whole span counts as committed again */
+#if TES_SECURE
+  offset = (seg_size - page_size - size - TES_PADDING) & ~(align - 1);
+  size_t usable = seg_size - page_size - offset;
+  /* What a previous, longer block (or a small segment) left dirty in front
+   * of this one: give it back when it is more than LARGE_TAIL_PURGE, as the
+   * default build does with the dirty tail behind its blocks. */
+  size_t dirty_from = round_up(clean_below > lowest ? clean_below : lowest, page_size);
+  size_t dirty_to = offset & ~(page_size - 1);
+  if (dirty < dirty_to) dirty_to = dirty & ~(page_size - 1); /* nothing beyond was ever written */
+  if (dirty_to > dirty_from + LARGE_TAIL_PURGE &&
+      tes_os_purge((uint8_t *)seg + dirty_from, dirty_to - dirty_from, true))
+    clean_below = offset & ~(page_size - 1);
+  bool block_dirty = dirty > offset && clean_below < seg_size - page_size;
+  seg->clean_below = clean_below < offset ? clean_below : offset;
+  if (seg->dirty_end < seg_size - page_size) seg->dirty_end = seg_size - page_size;
+#else
   /* A reused segment may hold a dirty tail beyond the new block (a previous,
    * longer block, or a whole segment of small pages): give it back now when
    * it is more than LARGE_TAIL_PURGE, so RSS follows what is in use; a
@@ -110,6 +140,8 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
    * large blocks cycling through the cache cost no system call. */
   purge_tail(seg, offset + usable);
   if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
+  bool block_dirty = dirty > offset;
+#endif
   seg->page_shift = 63;
   seg->kind = TES_SEG_LARGE;
   seg->page_count = 1;
@@ -125,11 +157,9 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
   page->class_index = 0xff;
   atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
 #if TES_SECURE
-  page->key = (uintptr_t)tes_random_next() | 1;
-  /* Guard page right after the block. */
-  tes_os_protect(page->area + usable, page_size);
+  tes_secure_page_init(page);
 #endif
-  if (zero && dirty > offset) {
+  if (zero && block_dirty) {
     size_t n = dirty - offset;
     memset(page->area, 0, n < usable ? n : usable);
   }
@@ -138,7 +168,7 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
   in_use_add((int64_t)usable);
   heap->counters.large_allocs++;
 #if TES_SECURE
-  tes_secure_on_alloc(page, page->area, size);
+  tes_secure_arm(page, page->area, size);
 #endif
   return page->area;
 }
@@ -146,9 +176,6 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
 void tes_large_free(tes_segment_t *seg) {
   tes_page_t *page = &seg->pages[0];
   in_use_add(-(int64_t)page->block_size);
-#if TES_SECURE
-  tes_os_unprotect(page->area + page->block_size, tes_os_page_size());
-#endif
   page->in_use = 0;
   tes_lock(&large_lock);
   list_remove_locked(seg);
@@ -165,17 +192,19 @@ bool tes_large_owned_block(const tes_segment_t *seg, const void *p) {
 
 void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   tes_page_t *page = &seg->pages[0];
-  size_t page_size = tes_os_page_size();
   if (size > LARGE_MAX_SIZE) return NULL;
-  size_t offset = seg->large_offset;
-  size_t usable = block_usable(offset, size);
-  size_t old_usable = page->block_size;
-  if (TES_SECURE || offset + usable <= seg->size) {
-    if (TES_SECURE && offset + usable + page_size > seg->size) return NULL;
 #if TES_SECURE
-    tes_os_unprotect(page->area + old_usable, page_size);
-    tes_os_protect(page->area + usable, page_size);
-#endif
+  /* The block ends at the guard page and cannot grow or move its end: it
+   * stays in place only while the new size still ends within a page of the
+   * guard (as a fresh block would); otherwise the caller moves it. */
+  (void)p;
+  size_t need = size + TES_PADDING;
+  return need <= page->block_size && page->block_size - need < tes_os_page_size() ? p : NULL;
+#else
+  size_t offset = seg->large_offset;
+  size_t usable = block_usable(size);
+  size_t old_usable = page->block_size;
+  if (offset + usable <= seg->size) {
     page->block_size = usable;
     in_use_add((int64_t)usable - (int64_t)old_usable);
     if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
@@ -206,6 +235,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   tes_segmap_set(moved, true);
   in_use_add((int64_t)usable - (int64_t)old_usable);
   return page->area;
+#endif
 }
 
 void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
@@ -230,9 +260,6 @@ void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
     tes_segment_t *next = drop->next;
     tes_page_t *page = &drop->pages[0];
     in_use_add(-(int64_t)page->block_size);
-#if TES_SECURE
-    tes_os_unprotect(page->area + page->block_size, tes_os_page_size());
-#endif
     page->in_use = 0;
     drop->used_pages = 0;
     tes_segment_free(drop);

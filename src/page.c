@@ -15,7 +15,12 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   page->area = (uint8_t *)seg + (size_t)page->index * page_size;
   page->block_size = block_size;
   page->class_index = (uint8_t)class_index;
-  page->reserved = (uint32_t)(page_size / block_size);
+  size_t block_bytes = page_size;
+#if TES_SECURE
+  /* The segment's last OS page is a guard (tes_secure_guard_segment). */
+  if (page->index == seg->page_count - 1) block_bytes -= tes_os_page_size();
+#endif
+  page->reserved = (uint32_t)(block_bytes / block_size);
   page->capacity = 0;
   page->free = NULL;
   page->local_free = NULL;
@@ -30,10 +35,9 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   page->free_is_zero = 0;
   page->next = page->prev = NULL;
 #if TES_SECURE
-  page->key = (uintptr_t)tes_random_next() | 1;
-  page->reciprocal = ((uint64_t)1 << 40) / block_size + 1;
+  tes_secure_page_init(page);
 #else
-  page->key = 0;
+  page->keys[0] = page->keys[1] = 0;
 #endif
   if (page->purged) {
     page->purged = 0;

@@ -1,81 +1,100 @@
 /* secure.c — the hardened mode's checks (compiled in with TES_SECURE=1, the
- * tessera_secure target; empty otherwise).
+ * tessera_secure target; empty otherwise). Costs are stated because the
+ * hardened build promises at most ~10% over the default one.
  *
- * Adds to the default build: free-list links XORed with a per-page random key
- * (internal.h), randomised allocation order within a page (the extension
- * shuffles), a guard page after every large block (large.c) and at the end of
- * every small/medium segment, and at free time: the pointer must be a block
- * start in a page in use (else "invalid free": stack, global, interior,
- * misaligned, foreign), must not already be on a free list ("double free"),
- * and the 16 bytes of padding after the requested size must be intact
- * ("heap buffer overflow"). Padding layout at the block's end:
- *   [canary: 8 bytes = key ^ address][requested size ^ key: 8 bytes]
- * plus a few 0xBD bytes right after the requested size when the class leaves
- * room. malloc_usable_size returns the requested size in this mode. */
+ * What the hardened build adds, and where the work is done:
+ *  - free-list links encoded with two random keys per page (internal.h,
+ *    tes_link_encode: 3 instructions per link);
+ *  - randomised allocation order within a page: each extension of a page's
+ *    free list links its new blocks in a shuffled order (here, once per
+ *    8 KiB of blocks; malloc itself only pops);
+ *  - guard pages (PROT_NONE) at fixed places of every segment, set once when
+ *    the segment is mapped and kept while it sits in the segment cache: one
+ *    right after the header, one as the segment's last OS page. A large
+ *    block is placed at the END of its segment so that the last guard
+ *    directly follows it: reusing a cached segment costs no mprotect;
+ *  - at free (tes_secure_free_quick, inline in the free fast path, and
+ *    tes_secure_free_verdict here, which reports, when it fails): the pointer
+ *    must be a carved block start of a page in use (else "invalid free":
+ *    stack, global, interior, misaligned, foreign — the first two and the
+ *    last are refused by the slice table / segment map, the others by a
+ *    one-multiply block test); it must not have been freed already ("double
+ *    free": free writes a tag into the block's size word, which no live
+ *    block has; blocks found on a free list count too); the canary right
+ *    after the requested size must be intact ("heap buffer overflow
+ *    detected at free"; the block is still freed).
+ * Block layout: [requested][canary 8 B][slack][requested size 8 B at the end]
+ * (TES_PADDING = 16; see tes_secure_arm). The canary is the page's keys[1]
+ * (random, every byte's top bit set). malloc_usable_size returns the
+ * requested size in this mode. Called from alloc_inline.h, free.c, alloc.c,
+ * heap.c, page.c, segment.c and large.c. */
 #include "internal.h"
 
 #if TES_SECURE
 
-#define PATTERN 0xBD
-#define PATTERN_BYTES 8
-#define PATTERN_WORD 0xBDBDBDBDBDBDBDBDull
+#define DIVISOR(c) (UINT64_MAX / TES_CLASS_SIZE_EXPR(c) + 1)
+#define D4(c) DIVISOR(c), DIVISOR(c + 1), DIVISOR(c + 2), DIVISOR(c + 3)
+const uint64_t tes_secure_divisors[TES_CLASS_COUNT] = {
+    D4(0), D4(4), D4(8), D4(12), D4(16), D4(20), D4(24), D4(28), D4(32), D4(36), D4(40), D4(44), D4(48),
+};
+static_assert(sizeof tes_secure_divisors / sizeof tes_secure_divisors[0] == TES_CLASS_COUNT, "every class");
+static_assert(((size_t)1 << TES_MEDIUM_PAGE_SHIFT) <= ((size_t)1 << 32) && TES_MEDIUM_BLOCK_MAX < ((size_t)1 << 32),
+              "offsets and block sizes below 2^32: the one-multiply block test is exact");
 
-typedef struct padding_s {
-  uintptr_t canary;
-  uintptr_t requested;
-} padding_t;
-
-static padding_t *padding_of(const tes_page_t *page, const void *p) {
-  return (padding_t *)((uint8_t *)p + page->block_size - sizeof(padding_t));
-}
-
-void tes_secure_on_alloc(tes_page_t *page, void *p, size_t requested) {
-  /* Forget the free-list link: a live block must not look free to the
-   * double-free filter in tes_secure_check_free (which then walks lists). */
-  ((tes_block_t *)p)->next = NULL; /* the padding pattern may overwrite part of it */
-  tes_secure_set_padding(page, p, requested);
-}
-
-void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
-  padding_t *pad = padding_of(page, p);
-  pad->canary = page->key ^ (uintptr_t)p;
-  pad->requested = requested ^ page->key;
-  uint8_t *tail = (uint8_t *)p + requested;
-  size_t room = (size_t)((uint8_t *)pad - tail);
-  if (room >= PATTERN_BYTES) {
-    uint64_t word = PATTERN_WORD;
-    memcpy(tail, &word, sizeof word); /* one unaligned store */
-  } else {
-    for (size_t i = 0; i < room; i++) tail[i] = PATTERN;
+/* ---- the reporting half of tes_secure_free_quick --------------------------- */
+bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
+  size_t index;
+  if (!page->in_use || !tes_secure_block_index(page, p, &index) || index >= page->capacity) {
+    tes_report_error(TES_ERR_INVALID_FREE, p, page->in_use ? page : NULL);
+    return false;
   }
+  uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(size_t);
+  size_t requested;
+  memcpy(&requested, size_word, sizeof requested);
+  /* Freed before: the tag, or (a block never handed out, or whose tag a
+   * stray write replaced) on one of the page's free lists. The search is
+   * exact and bounded, and runs only here, off the fast path. */
+  if (requested == TES_FREED_TAG || tes_page_contains_free(page, (const tes_block_t *)p)) {
+    tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
+    return false;
+  }
+  tes_secure_check_padding(page, p); /* an overflow is reported; the block is still freed */
+  size_t tag = TES_FREED_TAG;
+  memcpy(size_word, &tag, sizeof tag);
+  return true;
+}
+
+void tes_secure_free_local(tes_page_t *page, void *p) {
+  if (tes_secure_free_verdict(page, p)) tes_free_local_block(page, (tes_block_t *)p);
+}
+
+/* ---- padding ---------------------------------------------------------------- */
+void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
+  memcpy((uint8_t *)p + requested, &page->keys[1], sizeof(uintptr_t));
+  memcpy((uint8_t *)p + page->block_size - sizeof(size_t), &requested, sizeof requested);
 }
 
 size_t tes_secure_requested(const tes_page_t *page, const void *p) {
-  size_t requested = padding_of(page, p)->requested ^ page->key;
-  size_t limit = page->block_size - sizeof(padding_t);
+  size_t requested;
+  memcpy(&requested, (const uint8_t *)p + page->block_size - sizeof(size_t), sizeof requested);
+  size_t limit = page->block_size - TES_PADDING;
   return requested <= limit ? requested : limit;
 }
 
-void tes_secure_check_padding(tes_page_t *page, void *p) {
-  padding_t *pad = padding_of(page, p);
-  bool ok = pad->canary == (page->key ^ (uintptr_t)p);
-  size_t requested = pad->requested ^ page->key;
-  if (ok && requested <= page->block_size - sizeof(padding_t)) {
-    const uint8_t *tail = (const uint8_t *)p + requested;
-    size_t room = (size_t)((const uint8_t *)pad - tail);
-    if (room >= PATTERN_BYTES) {
-      uint64_t word;
-      memcpy(&word, tail, sizeof word);
-      ok = word == PATTERN_WORD;
-    } else {
-      for (size_t i = 0; i < room; i++) ok &= tail[i] == PATTERN;
-    }
-  } else {
-    ok = false;
-  }
-  if (!ok) tes_report_error(TES_ERR_OVERFLOW, p, page);
+void tes_secure_check_padding(const tes_page_t *page, const void *p) {
+  size_t requested;
+  memcpy(&requested, (const uint8_t *)p + page->block_size - sizeof(size_t), sizeof requested);
+  uintptr_t canary = 0;
+  if (requested <= page->block_size - TES_PADDING)
+    memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
+  if (canary != page->keys[1])
+    tes_report_error(requested == TES_FREED_TAG ? TES_ERR_DOUBLE_FREE : TES_ERR_OVERFLOW, p, page);
 }
 
+/* Frees that missed the slice table: remote frees, large blocks, pages whose
+ * slice lost its slot. tes_owned_segment has already checked the segment
+ * map and, for small/medium, that p lies in a page in use at or after its
+ * first block. */
 bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
   if (seg->cookie != ((uintptr_t)seg ^ tes_process_key)) {
     tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
@@ -89,47 +108,30 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
     tes_secure_check_padding(page, p);
     return true;
   }
-  return tes_secure_check_block(page, p);
+  return tes_secure_free_quick(page, p) || tes_secure_free_verdict(page, p);
 }
 
-/* A small/medium block: the page is known to be ours (slice table or
- * segment map), so the segment header is not read again. */
-bool tes_secure_check_block(tes_page_t *page, void *p) {
-  const uint8_t *area = page->area;
-  size_t offset = (size_t)((const uint8_t *)p - area);
-  /* offset / block_size by multiplication (exact for offsets < 2^19 and
-   * blocks < 2^21, see tes_page_init); a block start iff it divides back. */
-  size_t index = (size_t)(((uint64_t)offset * page->reciprocal) >> 40);
-  if (!page->in_use || (const uint8_t *)p < area || offset >= ((size_t)1 << TES_MEDIUM_PAGE_SHIFT) ||
-      index * page->block_size != offset || index >= page->capacity) {
-    tes_report_error(TES_ERR_INVALID_FREE, p, page->in_use ? page : NULL);
-    return false;
-  }
-  /* A freed block's first word is an encoded link: NULL or a block of this
-   * page. Only then search the lists (cheap filter, exact answer). */
-  uintptr_t link = (uintptr_t)tes_block_next(page, (tes_block_t *)p);
-  bool looks_free = link == 0 || (link >= (uintptr_t)area &&
-                                  link < (uintptr_t)area + (size_t)page->capacity * page->block_size);
-  if (looks_free && tes_page_contains_free(page, (tes_block_t *)p)) {
-    tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
-    return false;
-  }
-  tes_secure_check_padding(page, p); /* an overflow is reported; the block is still freed */
-  return true;
+/* ---- keys and allocation order ------------------------------------------------ */
+void tes_secure_page_init(tes_page_t *page) {
+  page->keys[0] = (uintptr_t)tes_random_next();
+  page->keys[1] = (uintptr_t)tes_random_next() | TES_CANARY_BITS;
 }
 
+/* Link `count` new blocks (from index page->capacity on) in a random order
+ * in front of page->free (Fisher-Yates with a per-heap xorshift; the bound
+ * is taken by a multiply-high, not a division). */
 void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
-  /* count <= TES_EXTEND_BYTES / 16 */
-  uint16_t order[TES_EXTEND_BYTES / 16];
+  /* count <= TES_EXTEND_BYTES / 16, or TES_EXTEND_MIN_BLOCKS */
+  uint16_t order[TES_EXTEND_BYTES / 16 > TES_EXTEND_MIN_BLOCKS ? TES_EXTEND_BYTES / 16 : TES_EXTEND_MIN_BLOCKS];
   size_t base = page->capacity;
   for (size_t i = 0; i < count; i++) order[i] = (uint16_t)i;
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
-  uint64_t x = heap ? heap->random : tes_random_next();
+  uint64_t x = heap && heap->random ? heap->random : tes_random_next() | 1;
   for (size_t i = count - 1; i > 0; i--) {
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
-    size_t j = (size_t)(x % (i + 1));
+    size_t j = (size_t)(((x >> 32) * (uint64_t)(i + 1)) >> 32);
     uint16_t t = order[i];
     order[i] = order[j];
     order[j] = t;
@@ -142,6 +144,30 @@ void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
     next = b;
   }
   *first = next;
+}
+
+/* ---- guard pages ------------------------------------------------------------------ */
+/* The largest header (a small segment's: 64 page descriptors). */
+static size_t header_bytes(void) { return offsetof(tes_segment_t, pages) + TES_SMALL_PAGES * sizeof(tes_page_t); }
+
+size_t tes_secure_header_guard(void) {
+  size_t ps = tes_os_page_size();
+  size_t at = (header_bytes() + ps - 1) & ~(ps - 1);
+  /* It must end before the first block page (64 KiB in a small segment). */
+  return at + ps <= ((size_t)1 << TES_SMALL_PAGE_SHIFT) ? at : 0;
+}
+
+size_t tes_secure_first_free_offset(void) {
+  size_t guard = tes_secure_header_guard();
+  size_t ps = tes_os_page_size();
+  return guard ? guard + ps : (header_bytes() + ps - 1) & ~(ps - 1);
+}
+
+void tes_secure_guard_segment(void *seg, size_t size) {
+  size_t ps = tes_os_page_size();
+  size_t guard = tes_secure_header_guard();
+  if (guard) tes_os_protect((uint8_t *)seg + guard, ps);
+  tes_os_protect((uint8_t *)seg + size - ps, ps);
 }
 
 #endif

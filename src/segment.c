@@ -63,9 +63,15 @@ static tes_segment_t *map_segment(size_t size, size_t alignment) {
     return NULL;
   }
   if (tes_opt(TES_OPTION_HUGE_PAGES)) tes_os_huge_pages(seg, size, true);
+#if TES_SECURE
+  /* Once per mapping: the guards stay while the segment is cached and
+   * reused, whatever it is used for next. */
+  tes_secure_guard_segment(seg, size);
+#endif
   seg->size = size;
   seg->purged_bytes = 0;
   seg->dirty_end = 0;
+  seg->clean_below = size;
   seg->cache_purged = false;
   return seg;
 }
@@ -107,7 +113,7 @@ static void purge_cached(tes_segment_t *seg) {
   tes_os_commit_note(-(int64_t)(seg->size - keep - seg->purged_bytes));
   seg->purged_bytes = seg->size - keep;
   seg->cache_purged = true;
-  if (zero) seg->dirty_end = keep;
+  if (zero) seg->dirty_end = keep, seg->clean_below = seg->size;
 }
 
 void tes_cache_put(tes_segment_t *seg) {
@@ -332,6 +338,9 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
   tes_segment_t *seg = tes_segment_of(page);
   page->in_use = 0;
   page->mem_zero = 0;
+#if TES_SECURE
+  page->capacity = 0; /* no block of it passes tes_secure_free_quick's capacity test */
+#endif
   seg->free_mask |= (uint64_t)1 << page->index;
   seg->dirty_mask |= (uint64_t)1 << page->index;
   seg->used_pages--;

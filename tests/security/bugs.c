@@ -27,6 +27,17 @@ static void *launder(void *p) {
 
 static char global_buffer[256];
 
+/* The size classes of libtessera (TES_CLASS_SIZE_EXPR, its geometry):
+ * the class-boundary overflow scenario walks every class. */
+#include "../../src/size_class.h"
+
+/* The segment a small/medium block lives in (libtessera's geometry: 4 MiB
+ * segments, aligned), for the guard-page probes. */
+#define SEGMENT_SIZE ((uintptr_t)4 << 20)
+
+/* Read `addr`; a fault ends the process with SIGSEGV as usual. */
+static unsigned char read_byte(uintptr_t addr) { return *(volatile unsigned char *)addr; }
+
 /* Still alive after the bug: prove the allocator keeps working, and that it
  * never hands out the same block twice (a double free that slipped into a
  * free list would show up as a duplicate here). */
@@ -79,6 +90,81 @@ static int scenario(const char *name) {
     char *p = malloc(100000);
     free(launder(p));
     free(launder(p));
+  } else if (strcmp(name, "double_free_random_page") == 0) {
+    /* A page whose free list was linked in random order: free one block
+     * from the middle, bury it under a hundred later frees, free it again. */
+    enum { N = 300 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) blocks[i] = malloc(48);
+    free(launder(blocks[137]));
+    for (int i = 0; i < 100; i++) free(blocks[i]);
+    free(launder(blocks[137]));
+  } else if (strcmp(name, "free_never_allocated") == 0) {
+    /* The neighbour of a fresh block: carved onto a free list (a double free
+     * of it would enter the list twice) or never carved at all. Either way
+     * it must be refused: reported, not freed. */
+    const size_t block = 64; /* malloc(48) plus the hardened build's 16 bytes of padding */
+    char *p = malloc(48);
+    char *q = ((uintptr_t)(p + block) & 0xffff) != 0 ? p + block : p - block;
+    free(launder(q));
+  } else if (strcmp(name, "overflow_each_class") == 0) {
+    /* One byte written right past the request, at both sides of every size
+     * class boundary (the largest request of class c and the smallest of
+     * class c + 1), plus malloc(0): 1 + 2 * TES_CLASS_COUNT overflows, each
+     * to be reported at its free (run with TESSERA_ABORT_ON_ERROR=0). The
+     * byte alternates between a NUL and an ASCII letter, the usual
+     * off-by-one writes. */
+    int cases = 0;
+    for (int c = -1; c < TES_CLASS_COUNT; c++) {
+      for (int side = 0; side < 2; side++) {
+        if (c < 0 && side == 1) continue;
+        size_t size = c < 0 ? 0 : TES_CLASS_SIZE_EXPR(c) - 16 + (size_t)side;
+        char *p = launder(malloc(size));
+        if (p == NULL) return 5;
+        memset(p, 'a', size);
+        ((volatile char *)p)[size] = (cases & 1) ? 'A' : 0;
+        free(p);
+        cases++;
+      }
+    }
+    printf("overflow cases: %d\n", cases);
+  } else if (strcmp(name, "segment_end_guard") == 0) {
+    /* The last byte of the 4 MiB segment holding a small block: the guard
+     * page of the hardened build (SIGSEGV), plain memory otherwise. */
+    char *p = malloc(64);
+    uintptr_t last = ((uintptr_t)p | (SEGMENT_SIZE - 1));
+    printf("block %p: reading the segment's last byte %p\n", (void *)p, (void *)last);
+    read_byte(last);
+    printf("no guard page at the end of the segment\n");
+    free(p);
+    return 0;
+  } else if (strcmp(name, "segment_header_guard") == 0) {
+    /* Between a segment's header and its first block page (64 KiB in):
+     * read page by page; the hardened build has a guard page there. */
+    char *p = malloc(64);
+    uintptr_t base = (uintptr_t)p & ~(SEGMENT_SIZE - 1);
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    printf("block %p: reading the header pages of segment %p\n", (void *)p, (void *)base);
+    for (uintptr_t off = page; off < ((uintptr_t)64 << 10); off += page) read_byte(base + off);
+    printf("no guard page after the segment header\n");
+    free(p);
+    return 0;
+  } else if (strcmp(name, "large_guard_page_reused") == 0) {
+    /* A large block in a segment that comes back from the segment cache
+     * (different size, so a different start): its guard page must still
+     * follow it directly, though nothing was re-protected. */
+    char *first = malloc(300000);
+    free(launder(first));
+    char *p = launder(malloc(200000));
+    uintptr_t end = (uintptr_t)p + malloc_usable_size(p);
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t next = (end + page - 1) & ~(page - 1);
+    printf("large block [%p, %p) (first one at %p): writing at %p\n", (void *)p, (void *)end, (void *)first,
+           (void *)next);
+    *(volatile char *)next = 1;
+    printf("the write past the end was not stopped\n");
+    free(p);
+    return 1;
   } else if (strcmp(name, "free_stack") == 0) {
     char local[64];
     memset(local, 1, sizeof local);
