@@ -3,7 +3,14 @@
  * heap exhaustion (NULL with errno = ENOMEM and a consistent heap), and that
  * the checker really catches corrupted tags. Each case runs the policy's
  * check() after every step. Table-driven over lab_policies(), so a new
- * policy is tested by being registered. */
+ * policy is tested by being registered.
+ *
+ * Every case runs twice: on the narrow block format (a fresh heap), and on
+ * the wide one: fresh() first allocates a 3 GiB block, beyond the narrow
+ * format, which opens the heap's wide region (lab/heap_core.h), so every
+ * block of the case is a wide block (8-byte tags, 64-bit links) after it.
+ * The heap is MAP_NORESERVE address space: only tags and test data are
+ * touched. The wide run adds a growth that mem_sbrk grants only in part. */
 #include "memlib.h"
 #include "policy.h"
 
@@ -16,13 +23,22 @@
 static int failures;
 static const lab_policy_t *pol;
 static size_t align;
+static int wide_mode;   /* fresh() opens the wide region first */
+static void *opener;    /* the block that opened it */
+
+#define GIB ((size_t)1 << 30)
+/* Beyond the narrow format's 2 GiB blocks: opens the wide region. */
+#define WIDE_OPENER (3 * GIB)
+
+/* The heap cap of the mode (0: memlib's default, 128 MiB). */
+static size_t mode_cap(void) { return wide_mode ? 64 * GIB : 0; }
 
 #define EXPECT(cond, ...)                                                        \
   do {                                                                           \
     if (!(cond)) {                                                               \
       failures++;                                                                \
-      fprintf(stderr, "FAIL %s align %zu line %d: %s: ", pol->name, align,       \
-              __LINE__, #cond);                                                  \
+      fprintf(stderr, "FAIL %s align %zu %s line %d: %s: ", pol->name, align,    \
+              wide_mode ? "wide" : "narrow", __LINE__, #cond);                   \
       fprintf(stderr, __VA_ARGS__);                                              \
       fputc('\n', stderr);                                                       \
     }                                                                            \
@@ -39,6 +55,19 @@ static void fresh(void) {
   int rc = pol->init(align);
   EXPECT(rc == 0, "init failed");
   checked("init");
+  if (wide_mode) {
+    opener = pol->malloc(WIDE_OPENER);
+    EXPECT(opener != NULL, "the %zu-byte block that opens the wide region: NULL", WIDE_OPENER);
+    checked("open the wide region");
+  }
+}
+
+/* A block the case allocates must be in the region the case is about: in
+ * wide mode above the opener (the narrow region is empty and full). */
+static void in_region(void *p, const char *step) {
+  if (!wide_mode || !p) return;
+  EXPECT((char *)p > (char *)opener, "%s: block %p is not in the wide region (opener %p)", step,
+         p, opener);
 }
 
 static void *alloc(size_t n, const char *step) {
@@ -48,6 +77,7 @@ static void *alloc(size_t n, const char *step) {
   EXPECT((uintptr_t)p % align == 0, "malloc(%zu) = %p not %zu-aligned", n, p, align);
   EXPECT((char *)p >= (char *)mem_heap_lo() && (char *)p + n - 1 <= (char *)mem_heap_hi(),
          "malloc(%zu) = %p outside the heap", n, p);
+  in_region(p, step);
   checked(step);
   return p;
 }
@@ -203,7 +233,8 @@ static void test_realloc(void) {
 }
 
 static void test_exhaustion(void) {
-  EXPECT(mem_init_cap(256 << 10) == 0, "mem_init_cap failed");
+  EXPECT(mem_init_cap((256 << 10) + (wide_mode ? WIDE_OPENER + (64 << 10) : 0)) == 0,
+         "mem_init_cap failed");
   fresh();
   void *ptrs[4096];
   size_t count = 0;
@@ -233,36 +264,83 @@ static void test_exhaustion(void) {
   for (size_t i = 1; i < count; i += 2)
     EXPECT(intact(ptrs[i], 1000, (unsigned)i), "block %zu damaged by exhaustion", i);
   checked("after exhaustion");
-  EXPECT(mem_init_cap(0) == 0, "mem_init_cap(0) failed");
+  EXPECT(mem_init_cap(mode_cap()) == 0, "restoring the cap failed");
+}
+
+/* A header or footer word of the case's width. */
+static uint64_t word_get(void *p) {
+  if (wide_mode) return *(uint64_t *)p;
+  return *(uint32_t *)p;
+}
+static void word_put(void *p, uint64_t v) {
+  if (wide_mode) *(uint64_t *)p = v;
+  else *(uint32_t *)p = (uint32_t)v;
 }
 
 /* The checker must see damage: a footer that disagrees with its header, and
  * an allocated block's size pointing into the middle of another block. */
 static void test_checker_catches(void) {
   char err[256];
+  size_t word = wide_mode ? 8 : 4;
   fresh();
   void *a = alloc(BIG, "checker"), *b = alloc(BIG, "checker"), *c = alloc(BIG, "checker");
   (void)c;
   pol->free(b);
   checked("checker: free b");
-  uint32_t *hdr_b = (uint32_t *)b - 1;
-  uint32_t size_b = *hdr_b & ~7u;
-  uint32_t *ftr_b = (uint32_t *)((char *)hdr_b + size_b) - 1;
-  uint32_t saved = *ftr_b;
-  *ftr_b ^= 8;
+  char *hdr_b = (char *)b - word;
+  uint64_t size_b = word_get(hdr_b) & ~(uint64_t)7;
+  char *ftr_b = hdr_b + size_b - word;
+  uint64_t saved = word_get(ftr_b);
+  word_put(ftr_b, saved ^ 8);
   EXPECT(pol->check(err, sizeof err) != 0, "a corrupted free footer went unnoticed");
-  *ftr_b = saved;
+  word_put(ftr_b, saved);
   checked("checker: footer restored");
-  uint32_t *hdr_a = (uint32_t *)a - 1;
-  saved = *hdr_a;
-  *hdr_a += 8;
+  char *hdr_a = (char *)a - word;
+  saved = word_get(hdr_a);
+  word_put(hdr_a, saved + 8);
   EXPECT(pol->check(err, sizeof err) != 0, "a corrupted allocated header went unnoticed");
-  *hdr_a = saved;
+  word_put(hdr_a, saved);
   checked("checker: header restored");
-  *hdr_b |= 1; /* a free block marked allocated (still in any free list) */
+  word_put(hdr_b, word_get(hdr_b) | 1); /* a free block marked allocated (still in any list) */
   EXPECT(pol->check(err, sizeof err) != 0, "an allocated-looking free block went unnoticed");
-  *hdr_b &= ~1u;
+  word_put(hdr_b, word_get(hdr_b) & ~(uint64_t)1);
   checked("checker: alloc bit restored");
+  if (wide_mode) {
+    /* A size only 64 bits can hold must be read whole: set a high bit. */
+    saved = word_get(hdr_a);
+    word_put(hdr_a, saved | ((uint64_t)1 << 40));
+    EXPECT(pol->check(err, sizeof err) != 0, "a header with bit 40 set went unnoticed");
+    word_put(hdr_a, saved);
+    checked("checker: high size bit restored");
+  }
+}
+
+/* Wide only: a growth of several mem_sbrk pieces (each an int) of which the
+ * cap grants only the first. The request fails with ENOMEM, the block being
+ * realloc'ed is intact, the heap consistent, and the granted bytes are a
+ * free block that a later request reuses without growing the heap. */
+static void test_partial_growth(void) {
+  EXPECT(mem_init_cap(WIDE_OPENER + 3 * GIB) == 0, "mem_init_cap failed");
+  fresh();
+  void *p = alloc(1000, "partial: a block at the heap end");
+  if (p) fill(p, 1000, 7);
+  size_t heap = mem_heapsize();
+  errno = 0;
+  void *q = pol->realloc(p, 5 * GIB);
+  EXPECT(q == NULL && errno == ENOMEM, "a realloc beyond the cap returned %p (errno %d)", q,
+         errno);
+  checked("partial: failed realloc");
+  EXPECT(p && intact(p, 1000, 7), "the failed realloc damaged the block");
+  EXPECT(mem_heapsize() > heap, "no piece of the growth was granted (heap %zu)", mem_heapsize());
+  size_t grown = mem_heapsize();
+  errno = 0;
+  EXPECT(pol->malloc(5 * GIB) == NULL && errno == ENOMEM, "a malloc beyond the cap succeeded");
+  checked("partial: failed malloc");
+  void *r = alloc(GIB, "partial: reuse the granted bytes");
+  EXPECT(mem_heapsize() == grown, "the granted bytes were not reused (heap %zu, was %zu)",
+         mem_heapsize(), grown);
+  (void)r;
+  EXPECT(mem_init_cap(mode_cap()) == 0, "restoring the cap failed");
 }
 
 int main(void) {
@@ -273,14 +351,22 @@ int main(void) {
   size_t n = 0;
   for (const lab_policy_t *const *p = lab_policies(); *p; p++, n++) {
     pol = *p;
-    for (align = 8; align <= 16; align *= 2) {
-      test_basics();
-      test_split();
-      test_coalesce();
-      test_realloc();
-      test_exhaustion();
-      test_checker_catches();
+    for (wide_mode = 0; wide_mode <= 1; wide_mode++) {
+      if (mem_init_cap(mode_cap()) != 0) {
+        perror("mem_init_cap");
+        return 1;
+      }
+      for (align = 8; align <= 16; align *= 2) {
+        test_basics();
+        test_split();
+        test_coalesce();
+        test_realloc();
+        test_exhaustion();
+        test_checker_catches();
+        if (wide_mode) test_partial_growth();
+      }
     }
+    wide_mode = 0;
   }
   if (n < 3 || !lab_policy_default() || !lab_policy_find(lab_policy_default()->name)) {
     fprintf(stderr, "FAIL registry: %zu policies, default not findable\n", n);
@@ -301,6 +387,6 @@ int main(void) {
     fprintf(stderr, "%d failure(s)\n", failures);
     return 1;
   }
-  printf("policy cases: %zu policies x 2 alignments passed\n", n);
+  printf("policy cases: %zu policies x 2 alignments x 2 block widths passed\n", n);
   return 0;
 }

@@ -3,6 +3,11 @@
  * after every operation, every payload filled with a pattern derived from
  * its slot and verified on free, on realloc (the kept prefix) and at the
  * end, and every new block checked against all live ones for overlap.
+ * Each run is done twice: on a heap that stays narrow, and on one whose
+ * wide region is opened a third of the way through by a 3 GiB block (beyond
+ * the narrow block format; lab/heap_core.h), so the rest of the run mixes
+ * narrow blocks (freed, realloc'ed, their free space reused) with wide ones.
+ * The 3 GiB block is address space only (never filled).
  * Deterministic (fixed seeds), a few seconds in total. */
 #include "memlib.h"
 #include "policy.h"
@@ -26,6 +31,9 @@ static unsigned char *ptr[SLOTS];
 static size_t len[SLOTS];
 static const lab_policy_t *pol;
 static size_t align;
+static int wide_mode;
+static unsigned char *opener; /* the 3 GiB block of a wide run (not a slot) */
+#define OPENER_SIZE ((size_t)3 << 30)
 
 static unsigned char pattern(size_t slot, size_t i) {
   return (unsigned char)(slot * 131 + i * 7 + 1);
@@ -66,6 +74,11 @@ static int accept(size_t s, long op) {
               align, op, t);
       return -1;
     }
+  if (opener && p < opener + OPENER_SIZE && opener < p + len[s]) {
+    fprintf(stderr, "FAIL %s align %zu op %ld: new block overlaps the 3 GiB block\n", pol->name,
+            align, op);
+    return -1;
+  }
   return 0;
 }
 
@@ -79,7 +92,15 @@ static int run(uint64_t seed) {
     fprintf(stderr, "FAIL %s align %zu: init\n", pol->name, align);
     return -1;
   }
+  opener = NULL;
   for (long op = 0; op < OPS; op++) {
+    if (wide_mode && op == OPS / 3) {
+      opener = pol->malloc(OPENER_SIZE);
+      if (!opener) {
+        fprintf(stderr, "FAIL %s align %zu op %ld: malloc(3 GiB) NULL\n", pol->name, align, op);
+        return -1;
+      }
+    }
     size_t s = rng() % SLOTS;
     uint64_t what = rng() % 10;
     if (!ptr[s]) {
@@ -122,6 +143,8 @@ static int run(uint64_t seed) {
       pol->free(ptr[s]);
       ptr[s] = NULL;
     }
+  pol->free(opener);
+  opener = NULL;
   if (pol->check(err, sizeof err) != 0) {
     fprintf(stderr, "FAIL %s align %zu at the end: check: %s\n", pol->name, align, err);
     return -1;
@@ -130,23 +153,27 @@ static int run(uint64_t seed) {
 }
 
 int main(void) {
-  if (mem_init_cap(0) != 0) {
-    perror("mem_init_cap");
-    return 1;
-  }
   int failures = 0;
   size_t runs = 0;
-  for (const lab_policy_t *const *p = lab_policies(); *p; p++) {
-    pol = *p;
-    for (align = 8; align <= 16; align *= 2)
-      for (uint64_t seed = 1; seed <= 2; seed++, runs++)
-        if (run(seed * 0x9E3779B97F4A7C15ull + align) != 0) failures++;
+  for (wide_mode = 0; wide_mode <= 1; wide_mode++) {
+    /* The wide runs need address space for the 3 GiB block (MAP_NORESERVE). */
+    if (mem_init_cap(wide_mode ? (size_t)16 << 30 : 0) != 0) {
+      perror("mem_init_cap");
+      return 1;
+    }
+    for (const lab_policy_t *const *p = lab_policies(); *p; p++) {
+      pol = *p;
+      for (align = 8; align <= 16; align *= 2)
+        for (uint64_t seed = 1; seed <= (wide_mode ? 1u : 2u); seed++, runs++)
+          if (run(seed * 0x9E3779B97F4A7C15ull + align) != 0) failures++;
+    }
   }
   mem_deinit();
   if (failures) {
     fprintf(stderr, "%d failing run(s)\n", failures);
     return 1;
   }
-  printf("random operations: %zu runs of %d ops passed with the checker on\n", runs, OPS);
+  printf("random operations: %zu runs of %d ops (a third with a wide region) passed with the "
+         "checker on\n", runs, OPS);
   return 0;
 }
