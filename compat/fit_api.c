@@ -203,8 +203,15 @@ static __attribute__((noinline)) void *fit_bins_malloc_larger(fit_arena_t *a, si
   uint64_t last = b->size_flags & FIT_LAST;
   if (have - need < FIT_MIN_BLOCK) { /* the remainder could not hold a block */
     fit_set_size(b, have, last);
+    b->size_flags |= fit_stamp_now(a);
     fit_tell_neighbours(b, 0);
     fit_add_free_bytes(a, -(long)have);
+    return fit_payload(b);
+  }
+  if (fit_carve_front(b)) {
+    b = fit_split_front_k(a, b, have, need, FIT_INDEX_SIZE_BINS);
+    b->size_flags |= fit_stamp_now(a);
+    fit_add_free_bytes(a, -(long)need);
     return fit_payload(b);
   }
   size_t rest = have - need;
@@ -216,6 +223,7 @@ static __attribute__((noinline)) void *fit_bins_malloc_larger(fit_arena_t *a, si
   back->prev_free = 1;
   back->next_free = 0;
   fit_set_size(back, need, last);
+  back->size_flags |= fit_stamp_now(a);
   if (!last) {
     fit_block_t *next = fit_next_phys(back);
     next->prev_units = (uint32_t)(need / FIT_ALIGN);
@@ -235,7 +243,7 @@ static inline __attribute__((always_inline)) void *fit_bins_malloc(fit_arena_t *
     fit_block_t *b = a->bins[i];
     if (b) {
       fit_size_index_pop(a, i, b);
-      b->size_flags &= ~FIT_FREE;
+      b->size_flags = (b->size_flags & (FIT_SIZE_MASK | FIT_LAST)) | fit_stamp_now(a);
       fit_tell_neighbours(b, 0);
       fit_add_free_bytes(a, -(long)need);
       return fit_payload(b);
@@ -251,7 +259,7 @@ static inline __attribute__((always_inline)) int fit_bins_free(void *ptr, fit_ar
   if (((uintptr_t)ptr % FIT_ALIGN) != 0 || !ptr || a->index_kind != FIT_INDEX_SIZE_BINS) return 0;
   fit_block_t *b = fit_header_of(ptr);
   uint64_t flags = b->size_flags;
-  size_t size = (size_t)(flags & ~FIT_FLAGS);
+  size_t size = (size_t)(flags & FIT_SIZE_MASK);
   /* The owner first, alone: another thread's block has neighbour bytes
    * that its owner may be writing right now. */
   if (b->owner != id || (flags & FIT_FREE) || size - FIT_MIN_BLOCK >= FIT_BIN_LIMIT - FIT_MIN_BLOCK) return 0;

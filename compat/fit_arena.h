@@ -31,6 +31,47 @@ static inline size_t fit_block_size_for(size_t size) {
   return need < FIT_MIN_BLOCK ? FIT_MIN_BLOCK : need;
 }
 
+/* Best fit with the size bins: which end of free block b to hand out when
+ * it is split. The end next to the neighbour allocated more recently:
+ * blocks allocated together tend to be freed together (Wilson, Johnstone,
+ * Neely and Boles, "Dynamic Storage Allocation: A Survey and Critical
+ * Review", 1995, on phase behaviour), so the remainder then lies next to
+ * the neighbour likely to be freed first and merges with it instead of
+ * staying a fragment. With no predecessor (first block of a run) the
+ * remainder goes to the successor's side; with no successor (the end of a
+ * run, where the break grows) to the predecessor's, as the back-carving
+ * rule did. Costs the two neighbours' headers on a split. The block chosen
+ * is the same either way. */
+static inline int fit_carve_front(fit_block_t *b) {
+  if (fit_is_last(b)) return 0;
+  if (!b->prev_units) return 1;
+  return fit_allocated_after(fit_prev_phys(b), fit_next_phys(b));
+}
+
+/* Splits free block b (`have` bytes, not in the index) handing out its
+ * front `need` bytes; the back stays free and goes into the index. Returns
+ * the allocated block, without its stamp. */
+static inline fit_block_t *fit_split_front_k(fit_arena_t *a, fit_block_t *b, size_t have, size_t need,
+                                             fit_index_kind_t kind) {
+  uint64_t last = b->size_flags & FIT_LAST;
+  size_t rest = have - need;
+  fit_block_t *rem = (fit_block_t *)((char *)b + need);
+  rem->prev_units = (uint32_t)(need / FIT_ALIGN);
+  rem->owner = (uint16_t)a->id;
+  rem->prev_free = 0;
+  rem->next_free = 0;
+  fit_set_size(rem, rest, FIT_FREE | last);
+  fit_index_insert_k(a, rem, kind);
+  fit_set_size(b, need, 0);
+  b->next_free = 1; /* prev_free stays 0: b was free, so its predecessor is not */
+  if (b->prev_units) fit_prev_phys(b)->next_free = 0;
+  if (!last)
+    fit_next_phys(rem)->prev_units = (uint32_t)(rest / FIT_ALIGN); /* its prev_free stays 1 */
+  else if (fit_ends_top_run(a, rem))
+    a->top_last = rem;
+  return b;
+}
+
 static inline __attribute__((always_inline)) void *fit_arena_malloc_k(fit_arena_t *a, size_t size,
                                                                    fit_index_kind_t kind) {
   size_t need = fit_block_size_for(size);
@@ -44,7 +85,12 @@ static inline __attribute__((always_inline)) void *fit_arena_malloc_k(fit_arena_
 
   size_t have = fit_size(b);
   uint64_t last = b->size_flags & FIT_LAST;
-  if (have - need >= FIT_MIN_BLOCK) {
+  if (have - need >= FIT_MIN_BLOCK && kind == FIT_INDEX_SIZE_BINS && fit_carve_front(b)) {
+    if (indexed) fit_index_remove_k(a, b, kind);
+    b = fit_split_front_k(a, b, have, need, kind);
+    b->size_flags |= fit_stamp_now(a);
+    have = need;
+  } else if (have - need >= FIT_MIN_BLOCK) {
     /* Split, handing out the back: the free front keeps its address, so an
      * address-ordered index (the naive list, the first-fit tree) needs no
      * reinsertion, and the remainder cannot touch another free block
@@ -63,6 +109,7 @@ static inline __attribute__((always_inline)) void *fit_arena_malloc_k(fit_arena_
     b->prev_free = 1; /* the free front */
     b->next_free = 0; /* the old block's successor: not free, or b was not */
     fit_set_size(b, need, last);
+    b->size_flags |= fit_stamp_now(a);
     if (!last) {
       fit_block_t *next = fit_next_phys(b);
       next->prev_units = (uint32_t)(need / FIT_ALIGN);
@@ -73,6 +120,7 @@ static inline __attribute__((always_inline)) void *fit_arena_malloc_k(fit_arena_
   } else {
     if (indexed) fit_index_remove_k(a, b, kind);
     fit_set_size(b, have, last);
+    b->size_flags |= fit_stamp_now(a);
     fit_tell_neighbours(b, 0);
   }
   fit_add_free_bytes(a, -(long)have);

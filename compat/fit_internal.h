@@ -49,6 +49,13 @@
 #define FIT_LAST ((uint64_t)2)
 /* bit 2 is the checker's scratch mark (fit_check.c); bit 3 is unused */
 #define FIT_FLAGS ((uint64_t)15)
+/* The top 24 bits of an allocated block's size_flags hold its allocation
+ * stamp (fit_stamp_now): best fit with the size bins uses the stamps of a
+ * hole's two neighbours to decide which end of the hole to hand out
+ * (fit_arena.h). Sizes stay below 2^36 (FIT_MAX_BLOCK). */
+#define FIT_STAMP_SHIFT 40
+#define FIT_STAMP_BITS 24
+#define FIT_SIZE_MASK ((((uint64_t)1 << FIT_STAMP_SHIFT) - 1) & ~FIT_FLAGS)
 
 /* prev_free and next_free let free() decide whether to coalesce from its
  * own header alone: reading the neighbours' headers to find out cost two
@@ -126,6 +133,7 @@ typedef struct fit_arena {
   uint64_t bin_summary[FIT_BIN_WORDS / 64u];
   uint64_t bin_bits[FIT_BIN_WORDS];
   fit_block_t *bins[FIT_BIN_COUNT];
+  uint32_t alloc_clock; /* allocations so far: the stamps of fit_stamp_now */
   /* ts_nolock: blocks freed by other threads, pushed lock-free, taken by the
    * owner (Treiber stack, the link is the first payload word). */
   _Atomic(fit_block_t *) remote_frees;
@@ -133,7 +141,7 @@ typedef struct fit_arena {
 } fit_arena_t;
 
 /* --- block helpers ------------------------------------------------------ */
-static inline size_t fit_size(const fit_block_t *b) { return (size_t)(b->size_flags & ~FIT_FLAGS); }
+static inline size_t fit_size(const fit_block_t *b) { return (size_t)(b->size_flags & FIT_SIZE_MASK); }
 static inline int fit_is_free(const fit_block_t *b) { return (b->size_flags & FIT_FREE) != 0; }
 static inline int fit_is_last(const fit_block_t *b) { return (b->size_flags & FIT_LAST) != 0; }
 static inline void *fit_payload(fit_block_t *b) { return (char *)b + FIT_HEADER_SIZE; }
@@ -146,6 +154,19 @@ static inline fit_block_t *fit_prev_phys(fit_block_t *b) {
 static inline void fit_set_size(fit_block_t *b, size_t size, uint64_t flags) {
   b->size_flags = (uint64_t)size | flags;
 }
+/* The stamp of a block allocated now, ready to be or-ed into size_flags. */
+static inline uint64_t fit_stamp_now(fit_arena_t *a) {
+  return (uint64_t)(++a->alloc_clock & ((1u << FIT_STAMP_BITS) - 1)) << FIT_STAMP_SHIFT;
+}
+/* Was allocated block x allocated after allocated block y? (Stamps wrap
+ * after 2^24 allocations; the answer is then a guess, which only moves
+ * where a block is carved from, never which block is chosen.) */
+static inline int fit_allocated_after(const fit_block_t *x, const fit_block_t *y) {
+  uint32_t d = (uint32_t)((x->size_flags >> FIT_STAMP_SHIFT) - (y->size_flags >> FIT_STAMP_SHIFT));
+  d &= (1u << FIT_STAMP_BITS) - 1;
+  return d != 0 && d < (1u << (FIT_STAMP_BITS - 1));
+}
+
 /* Tells b's physical neighbours whether b is free (stores only: b's own
  * header says where they are, and nothing of theirs is read). */
 static inline void fit_tell_neighbours(fit_block_t *b, uint8_t is_free) {
