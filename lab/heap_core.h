@@ -262,7 +262,7 @@ static void core_keep_partial(core_cfg_t cfg, size_t got) {
  * (rg->full: set here when the narrow format cannot describe the growth)
  * or mem_sbrk refuses; the region is then unchanged, except that the bytes
  * of a partly granted wide growth are kept as a free last block. */
-static char *core_extend(core_cfg_t cfg, size_t asize) {
+CORE_INLINE char *core_extend(core_cfg_t cfg, size_t asize) {
   int w = (int)cfg.wide;
   core_region_t *rg = core_region(cfg);
   char *b = rg->epi;
@@ -444,7 +444,7 @@ CORE_INLINE void core_free(core_cfg_t cfg, void *p) {
 }
 
 /* Cut the allocated block b down to asize, freeing the tail if it is worth it. */
-static void core_shrink(core_cfg_t cfg, char *b, size_t asize) {
+CORE_INLINE void core_shrink(core_cfg_t cfg, char *b, size_t asize) {
   int w = (int)cfg.wide;
   size_t size = tag_size(w, b), rest = size - asize;
   if (rest < core_split_min(cfg)) return;
@@ -465,7 +465,7 @@ static void core_shrink(core_cfg_t cfg, char *b, size_t asize) {
 /* In-place realloc, cheapest first: shrink; grow into a free next block;
  * grow at the end of the heap by asking only for what is missing; slide down
  * into a free previous block. Returns the new payload or NULL to move. */
-static void *core_realloc_inplace(core_cfg_t cfg, char *b, size_t asize) {
+CORE_INLINE void *core_realloc_inplace(core_cfg_t cfg, char *b, size_t asize) {
   int w = (int)cfg.wide;
   core_region_t *rg = core_region(cfg);
   size_t cur = tag_size(w, b);
@@ -507,7 +507,7 @@ static void *core_realloc_inplace(core_cfg_t cfg, char *b, size_t asize) {
 
 /* realloc of the allocated payload p of cfg's region without leaving it:
  * in place when the policy does that and it fits, else NULL (move). */
-static void *core_realloc_here(core_cfg_t cfg, void *p, size_t size) {
+CORE_INLINE void *core_realloc_here(core_cfg_t cfg, void *p, size_t size) {
   if (!cfg.realloc_inplace || size > core_max_request(cfg)) return NULL;
   int w = (int)cfg.wide;
   size_t old_size = tag_size(w, tag_block_of(w, p));
@@ -745,11 +745,13 @@ __attribute__((unused)) static int core_check_indexed(core_cfg_t cfg, char *err,
 
 /* ---- one heap, two regions: what a policy's entry points call ------------ */
 
-CORE_INLINE int core_in_wide(void *p) { return core_rg[1].lo && (char *)p >= core_rg[1].lo; }
+CORE_INLINE int core_in_wide(void *p) {
+  return __builtin_expect(core_rg[1].lo != NULL, 0) && (char *)p >= core_rg[1].lo;
+}
 
 /* A request for the wide region: open it on first use (from then on the
  * narrow region is full and never grows again). */
-static void *core_malloc_wide(core_cfg_t wcfg, size_t size) {
+CORE_INLINE void *core_malloc_wide(core_cfg_t wcfg, size_t size) {
   if (!core_rg[1].lo) {
     if (core_region_open(wcfg) != 0) return NULL;
     core_rg[0].full = 1;
@@ -763,7 +765,7 @@ CORE_INLINE void *core_malloc_any(core_cfg_t ncfg, core_cfg_t wcfg, size_t size)
   if (size == 0) return NULL;
   if (size <= CORE_NARROW_MAX_REQUEST) {
     void *p = core_malloc(ncfg, size);
-    if (p || !core_rg[0].full) return p;
+    if (__builtin_expect(p != NULL || !core_rg[0].full, 1)) return p;
   }
   return core_malloc_wide(wcfg, size);
 }
@@ -776,7 +778,7 @@ CORE_INLINE void core_free_any(core_cfg_t ncfg, core_cfg_t wcfg, void *p) {
 
 /* In place within the block's region when the policy can; otherwise a new
  * block (from either region), the contents copied, the old block freed. */
-static void *core_realloc_any(core_cfg_t ncfg, core_cfg_t wcfg, void *p, size_t size) {
+CORE_INLINE void *core_realloc_any(core_cfg_t ncfg, core_cfg_t wcfg, void *p, size_t size) {
   if (!p) return core_malloc_any(ncfg, wcfg, size);
   if (size == 0) {
     core_free_any(ncfg, wcfg, p);
