@@ -114,6 +114,12 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
   size_t old_usable;
   if (seg->kind == TES_SEG_LARGE) {
     old_usable = tes_usable_size(p);
+#if TES_SECURE
+    /* Judge the old padding now, while it is where the old size says, and
+     * re-arm it so that the free of a moved block does not report it twice. */
+    tes_secure_check_padding(&seg->pages[0], p);
+    tes_secure_set_padding(&seg->pages[0], p, old_usable);
+#endif
     if (size > TES_MEDIUM_BLOCK_MAX) {
       size_t old_seg = seg->size;
       void *q = tes_large_realloc(seg, p, size);
@@ -121,11 +127,21 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
         if (q != p || tes_segment_of(q)->size != old_seg) counters->huge_remaps++;
         if (q == p) counters->realloc_in_place++;
 #if TES_SECURE
-        tes_secure_check_padding(&seg->pages[0], p); /* in place (q == p): judge the old size first */
-        tes_secure_set_padding(&seg->pages[0], q, size);
+        tes_secure_set_padding(&seg->pages[0], q, size); /* in place: q == p */
 #endif
         return q;
       }
+#if TES_SECURE
+      /* Moving: to a block that can grow in place (see large.c), so that a
+       * buffer grown step by step is copied O(log n) times, not every time. */
+      q = tes_large_alloc_growable(heap, size);
+      if (q == NULL) return NULL;
+      memcpy(q, p, old_usable < size ? old_usable : size);
+      counters->other_allocs++;
+      counters->other_frees++;
+      tes_free_inline(p);
+      return q;
+#endif
     }
   } else {
     tes_page_t *page = tes_page_of(seg, p);

@@ -154,6 +154,7 @@ struct tes_segment_s {
   size_t large_offset;         /* large: block start offset */
   size_t dirty_end;            /* bytes from the start that may be non-zero */
   size_t clean_below;          /* secure large blocks: [header, clean_below) reads as zero */
+  size_t large_guard;          /* secure: offset of a guard page moved by realloc (0: none) */
   uintptr_t cookie;            /* secure: proves the header is ours */
   tes_segment_t *all_next, *all_prev; /* every small/medium segment (stats, visit) */
   bool in_all_list;
@@ -366,6 +367,9 @@ extern tes_segment_t *tes_segments_all;       /* under tes_segments_lock */
 void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero);
 void tes_large_free(tes_segment_t *seg);
 void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size);   /* NULL: caller copies */
+#if TES_SECURE
+void *tes_large_alloc_growable(tes_heap_t *heap, size_t size);       /* room to grow, for realloc */
+#endif
 size_t tes_large_usable(const tes_segment_t *seg);
 bool tes_large_owned_block(const tes_segment_t *seg, const void *p);
 void tes_large_lock(void);

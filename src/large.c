@@ -3,8 +3,9 @@
  * Each large block has a segment of its own: header at the segment start, the
  * block at large_offset (512 bytes, or the requested alignment), size rounded
  * to 4 MiB. (The hardened build places the block at the END of its segment
- * instead, right before the segment's guard page, and never moves that end:
- * its realloc stays in place only within a page of the guard.) Freeing puts the segment into the shared segment cache (bounded,
+ * instead, right before the segment's guard page, so a fresh block costs no
+ * mprotect; realloc moves a block that grows to the front of a segment with
+ * room to grow, and from then on moves a guard page of its own.) Freeing puts the segment into the shared segment cache (bounded,
  * purged after the purge delay), so repeated multi-megabyte alloc/free cycles
  * do not become mmap/munmap storms. realloc stays in place while the block
  * fits its segment and otherwise grows it with mremap (page tables move, no
@@ -73,7 +74,10 @@ static void purge_tail(tes_segment_t *seg, size_t keep) {
 }
 #endif
 
-void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero) {
+/* growable (hardened build, realloc only): the block goes to the front of
+ * a segment with as much room again behind it, followed by a guard page of
+ * its own, which tes_large_realloc then moves as the block grows. */
+static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero, bool growable) {
   if (size > LARGE_MAX_SIZE || alignment > TES_MAX_ALIGNMENT) {
     heap->counters.malloc_failed++;
     errno = ENOMEM;
@@ -99,7 +103,9 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
   if (lowest < offset) lowest = offset;
   lowest = round_up(lowest, align);
   size_t total = round_up(lowest + size + TES_PADDING + page_size, TES_SEGMENT_SIZE);
+  if (growable) total = round_up(lowest + 2 * (size + TES_PADDING) + 2 * page_size, TES_SEGMENT_SIZE);
 #else
+  (void)growable;
   size_t usable = block_usable(size);
   size_t total = round_up(offset + usable, TES_SEGMENT_SIZE);
 #endif
@@ -120,6 +126,19 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
 #if TES_SECURE
   offset = (seg_size - page_size - size - TES_PADDING) & ~(align - 1);
   size_t usable = seg_size - page_size - offset;
+  if (growable) {
+    offset = lowest;
+    usable = round_up(offset + size + TES_PADDING, page_size) - offset;
+    if (offset + usable != seg_size - page_size) {
+      if (!tes_os_protect((uint8_t *)seg + offset + usable, page_size)) {
+        tes_cache_put(seg);
+        heap->counters.malloc_failed++;
+        errno = ENOMEM;
+        return NULL;
+      }
+      seg->large_guard = offset + usable;
+    }
+  }
   /* What a previous, longer block (or a small segment) left dirty in front
    * of this one: give it back when it is more than LARGE_TAIL_PURGE, as the
    * default build does with the dirty tail behind its blocks. */
@@ -129,9 +148,9 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
   if (dirty_to > dirty_from + LARGE_TAIL_PURGE &&
       tes_os_purge((uint8_t *)seg + dirty_from, dirty_to - dirty_from, true))
     clean_below = offset & ~(page_size - 1);
-  bool block_dirty = dirty > offset && clean_below < seg_size - page_size;
+  bool block_dirty = dirty > offset && clean_below < offset + usable;
   seg->clean_below = clean_below < offset ? clean_below : offset;
-  if (seg->dirty_end < seg_size - page_size) seg->dirty_end = seg_size - page_size;
+  if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
 #else
   /* A reused segment may hold a dirty tail beyond the new block (a previous,
    * longer block, or a whole segment of small pages): give it back now when
@@ -173,9 +192,27 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
   return page->area;
 }
 
+void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero) {
+  return large_alloc(heap, size, alignment, zero, false);
+}
+
+#if TES_SECURE
+void *tes_large_alloc_growable(tes_heap_t *heap, size_t size) { return large_alloc(heap, size, 0, false, true); }
+
+/* A guard that realloc moved goes back to read-write before the segment is
+ * cached: a cached segment has only the guards every segment has. */
+static void drop_moved_guard(tes_segment_t *seg) {
+  if (seg->large_guard) tes_os_unprotect((uint8_t *)seg + seg->large_guard, tes_os_page_size());
+  seg->large_guard = 0;
+}
+#endif
+
 void tes_large_free(tes_segment_t *seg) {
   tes_page_t *page = &seg->pages[0];
   in_use_add(-(int64_t)page->block_size);
+#if TES_SECURE
+  drop_moved_guard(seg);
+#endif
   page->in_use = 0;
   tes_lock(&large_lock);
   list_remove_locked(seg);
@@ -194,12 +231,26 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   tes_page_t *page = &seg->pages[0];
   if (size > LARGE_MAX_SIZE) return NULL;
 #if TES_SECURE
-  /* The block ends at the guard page and cannot grow or move its end: it
-   * stays in place only while the new size still ends within a page of the
-   * guard (as a fresh block would); otherwise the caller moves it. */
-  (void)p;
+  /* The block's end is a guard page: the segment's last one, or one that
+   * realloc moved. The block stays in place while the new size ends within
+   * a page of that guard; otherwise the guard moves (the block keeps its
+   * start) if the segment has room, else the caller moves the block (to a
+   * growable one, tes_large_alloc_growable). Two mprotects per move. */
+  size_t page_size = tes_os_page_size();
   size_t need = size + TES_PADDING;
-  return need <= page->block_size && page->block_size - need < tes_os_page_size() ? p : NULL;
+  size_t old_usable = page->block_size;
+  if (need <= old_usable && old_usable - need < page_size) return p;
+  size_t offset = seg->large_offset;
+  size_t fixed = seg->size - page_size; /* the segment's own guard */
+  size_t end = round_up(offset + need, page_size);
+  if (end > fixed) return NULL;
+  if (end != fixed && !tes_os_protect((uint8_t *)seg + end, page_size)) return NULL;
+  if (seg->large_guard) tes_os_unprotect((uint8_t *)seg + seg->large_guard, page_size);
+  seg->large_guard = end != fixed ? end : 0;
+  page->block_size = end - offset;
+  in_use_add((int64_t)page->block_size - (int64_t)old_usable);
+  if (seg->dirty_end < end) seg->dirty_end = end;
+  return p;
 #else
   size_t offset = seg->large_offset;
   size_t usable = block_usable(size);
@@ -260,6 +311,9 @@ void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
     tes_segment_t *next = drop->next;
     tes_page_t *page = &drop->pages[0];
     in_use_add(-(int64_t)page->block_size);
+#if TES_SECURE
+    drop_moved_guard(drop);
+#endif
     page->in_use = 0;
     drop->used_pages = 0;
     tes_segment_free(drop);
