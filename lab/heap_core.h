@@ -431,10 +431,14 @@ CORE_INLINE void *core_malloc(core_cfg_t cfg, size_t size) {
 CORE_INLINE void core_free(core_cfg_t cfg, void *p) {
   int w = (int)cfg.wide;
   char *b = tag_block_of(w, p);
-  core_small_account(cfg, tag_size(w, b), -1);
-  tag_set(w, b, tag_size(w, b), 0);
-  tag_set_footer(w, b);
-  tag_set_prev_alloc(w, tag_next(w, b), 0);
+  /* The header is read once: tag stores may alias anything (the state
+   * included), so each accessor call would load it again. */
+  tag_t h = tag_hdr(w, b);
+  size_t size = (size_t)(h & ~TAG_FLAGS);
+  core_small_account(cfg, size, -1);
+  tag_put(w, b, size, h & TAG_PREV_ALLOC);
+  tag_put(w, b + size - tag_word(w), size, 0); /* footer */
+  tag_set_prev_alloc(w, b + size, 0);
   if (cfg.deferred) {
     idx_insert(cfg, b);
     core_region(cfg)->unmerged = 1;
