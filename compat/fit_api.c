@@ -23,8 +23,8 @@
  *
  * The remote path reads only the header's owner field, which nobody writes
  * while the block is allocated; the owner may be rewriting the neighbouring
- * fields (prev_units, prev_free / next_free, the FIT_LAST flag) at the same
- * time, which are separate memory locations.
+ * fields (prev_units, prev_free, the FIT_LAST flag) at the same time, which
+ * are separate memory locations.
  */
 #include "my_malloc.h"
 #include "fit_arena.h"
@@ -203,8 +203,7 @@ static __attribute__((noinline)) void *fit_bins_malloc_larger(fit_arena_t *a, si
   uint64_t last = b->size_flags & FIT_LAST;
   if (have - need < FIT_MIN_BLOCK) { /* the remainder could not hold a block */
     fit_set_size(b, have, last);
-    b->size_flags |= fit_stamp_now(a);
-    fit_tell_neighbours(b, 0);
+    b->size_flags |= fit_stamp_now(a); /* the neighbours' bytes may stay stale */
     fit_add_free_bytes(a, -(long)have);
     return fit_payload(b);
   }
@@ -221,7 +220,7 @@ static __attribute__((noinline)) void *fit_bins_malloc_larger(fit_arena_t *a, si
   back->prev_units = (uint32_t)(rest / FIT_ALIGN);
   back->owner = (uint16_t)a->id;
   back->prev_free = 1;
-  back->next_free = 0;
+  back->spare = 0;
   fit_set_size(back, need, last);
   back->size_flags |= fit_stamp_now(a);
   if (!last) {
@@ -243,8 +242,9 @@ static inline __attribute__((always_inline)) void *fit_bins_malloc(fit_arena_t *
     fit_block_t *b = a->bins[i];
     if (b) {
       fit_size_index_pop(a, i, b);
+      /* The successor's prev_free stays stale: clearing it would cost a
+       * store to another line on every exact fit. */
       b->size_flags = (b->size_flags & (FIT_SIZE_MASK | FIT_LAST)) | fit_stamp_now(a);
-      fit_tell_neighbours(b, 0);
       fit_add_free_bytes(a, -(long)need);
       return fit_payload(b);
     }
@@ -263,13 +263,17 @@ static inline __attribute__((always_inline)) int fit_bins_free(void *ptr, fit_ar
   /* The owner first, alone: another thread's block has neighbour bytes
    * that its owner may be writing right now. */
   if (b->owner != id || (flags & FIT_FREE) || size - FIT_MIN_BLOCK >= FIT_BIN_LIMIT - FIT_MIN_BLOCK) return 0;
-  if (b->prev_free | b->next_free) {
-    fit_bins_arena_free(a, b); /* a free neighbour: coalescing */
+  fit_block_t *next = (flags & FIT_LAST) ? NULL : fit_next_phys(b);
+  /* prev_free may be stale (an exact fit does not clear it): look at the
+   * predecessor here and take the out-of-line path only to coalesce. */
+  if ((next && fit_is_free(next)) || (b->prev_free && b->prev_units && fit_is_free(fit_prev_phys(b)))) {
+    fit_bins_arena_free(a, b);
     return 1;
   }
   b->size_flags = flags | FIT_FREE;
+  b->prev_free = 0;
   fit_size_index_insert(a, b);
-  fit_tell_neighbours(b, 1);
+  if (next) next->prev_free = 1; /* its line was just read */
   fit_add_free_bytes(a, (long)size);
   return 1;
 }

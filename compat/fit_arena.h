@@ -58,15 +58,13 @@ static inline fit_block_t *fit_split_front_k(fit_arena_t *a, fit_block_t *b, siz
   fit_block_t *rem = (fit_block_t *)((char *)b + need);
   rem->prev_units = (uint32_t)(need / FIT_ALIGN);
   rem->owner = (uint16_t)a->id;
-  rem->prev_free = 0;
-  rem->next_free = 0;
+  rem->prev_free = 0; /* b, in front of it, is in use */
+  rem->spare = 0;
   fit_set_size(rem, rest, FIT_FREE | last);
   fit_index_insert_k(a, rem, kind);
   fit_set_size(b, need, 0);
-  b->next_free = 1; /* prev_free stays 0: b was free, so its predecessor is not */
-  if (b->prev_units) fit_prev_phys(b)->next_free = 0;
   if (!last)
-    fit_next_phys(rem)->prev_units = (uint32_t)(rest / FIT_ALIGN); /* its prev_free stays 1 */
+    fit_next_phys(rem)->prev_units = (uint32_t)(rest / FIT_ALIGN); /* its prev_free is set: b was free */
   else if (fit_ends_top_run(a, rem))
     a->top_last = rem;
   return b;
@@ -107,7 +105,7 @@ static inline __attribute__((always_inline)) void *fit_arena_malloc_k(fit_arena_
     b->prev_units = (uint32_t)(rest / FIT_ALIGN);
     b->owner = (uint16_t)a->id;
     b->prev_free = 1; /* the free front */
-    b->next_free = 0; /* the old block's successor: not free, or b was not */
+    b->spare = 0;
     fit_set_size(b, need, last);
     b->size_flags |= fit_stamp_now(a);
     if (!last) {
@@ -120,8 +118,7 @@ static inline __attribute__((always_inline)) void *fit_arena_malloc_k(fit_arena_
   } else {
     if (indexed) fit_index_remove_k(a, b, kind);
     fit_set_size(b, have, last);
-    b->size_flags |= fit_stamp_now(a);
-    fit_tell_neighbours(b, 0);
+    b->size_flags |= fit_stamp_now(a); /* the neighbours' bytes may stay stale */
   }
   fit_add_free_bytes(a, -(long)have);
   return fit_payload(b);
@@ -133,29 +130,29 @@ static inline __attribute__((always_inline)) void fit_arena_free_k(fit_arena_t *
   uint64_t last = b->size_flags & FIT_LAST;
   fit_add_free_bytes(a, (long)size);
 
-  /* The neighbours' state is in b's own header: their headers are read
-   * only to merge with them. */
-  if (b->next_free) {
+  if (!last) {
     fit_block_t *next = fit_next_phys(b);
-    fit_index_remove_k(a, next, kind);
-    size += fit_size(next);
-    last = next->size_flags & FIT_LAST;
+    if (fit_is_free(next)) {
+      fit_index_remove_k(a, next, kind);
+      size += fit_size(next);
+      last = next->size_flags & FIT_LAST;
+    }
   }
-  if (b->prev_free) {
+  /* The predecessor's header is only read when prev_free says it may be
+   * free. */
+  if (b->prev_free && b->prev_units && fit_is_free(fit_prev_phys(b))) {
     /* Grow the predecessor in place: it keeps its address, so an
      * address-ordered index only needs its sizes refreshed. */
     fit_block_t *prev = fit_prev_phys(b);
     size_t old = fit_size(prev);
     size += old;
     fit_set_size(prev, size, FIT_FREE | last);
-    prev->next_free = 0;
     b = prev;
     fit_index_resized_k(a, b, old, kind);
   } else {
     fit_set_size(b, size, FIT_FREE | last);
-    b->next_free = 0;
+    b->prev_free = 0; /* the predecessor is in use: clear a stale byte */
     fit_index_insert_k(a, b, kind);
-    if (b->prev_units) fit_prev_phys(b)->next_free = 1;
   }
   if (!last) {
     fit_block_t *next = fit_next_phys(b);

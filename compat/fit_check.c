@@ -112,16 +112,15 @@ int fit_check_arena(fit_arena_t *a, char *err, size_t errlen) {
     fit_block_t *b = (fit_block_t *)((char *)run + sizeof(fit_run_t));
     size_t prev_size = 0;
     int prev_free = 0;
-    fit_block_t *prev = NULL;
     for (;;) {
       where = b;
       size_t size = fit_size(b);
       if (b->owner != a->id) { error = "block owned by another arena"; break; }
       if (size < FIT_MIN_BLOCK || size % FIT_ALIGN) { error = "bad block size"; break; }
       if ((size_t)b->prev_units * FIT_ALIGN != prev_size) { error = "prev_units does not match predecessor"; break; }
-      if (b->prev_free != prev_free) { error = "prev_free disagrees with the predecessor"; break; }
-      if (prev && prev->next_free != fit_is_free(b)) { where = prev; error = "next_free disagrees with the successor"; break; }
-      if (fit_is_last(b) && b->next_free) { error = "next_free set on the last block of a run"; break; }
+      if (prev_free && !b->prev_free) { error = "free predecessor without prev_free"; break; }
+      if (fit_is_free(b) && b->prev_free) { error = "free block with prev_free set"; break; }
+      if (!b->prev_units && b->prev_free) { error = "prev_free set on the first block of a run"; break; }
       if (fit_is_free(b)) {
         if (prev_free) { error = "two adjacent free blocks"; break; }
         free_count++;
@@ -129,7 +128,6 @@ int fit_check_arena(fit_arena_t *a, char *err, size_t errlen) {
       }
       if (b == a->top_last) top_seen = 1;
       if (fit_is_last(b)) break;
-      prev = b;
       prev_free = fit_is_free(b);
       prev_size = size;
       b = fit_next_phys(b);

@@ -14,8 +14,9 @@
  * Invariants (checked by fit_check_arena):
  *  - a block's header says its size, whether it is free, whether it ends its
  *    run, the size of its physical predecessor (0 = first of run), the id
- *    of the arena that owns it, and whether each physical neighbour is
- *    free (prev_free, next_free: exact, 0 at a run's ends);
+ *    of the arena that owns it, and whether its physical predecessor may be
+ *    free (prev_free: 1 whenever it is free, and may stay 1 after it is
+ *    allocated again; 0 on the first block of a run and on free blocks);
  *  - no two free blocks are physically adjacent (free coalesces both sides);
  *  - every free block is in its arena's free index exactly once, and the
  *    index holds nothing else;
@@ -57,17 +58,18 @@
 #define FIT_STAMP_BITS 24
 #define FIT_SIZE_MASK ((((uint64_t)1 << FIT_STAMP_SHIFT) - 1) & ~FIT_FLAGS)
 
-/* prev_free and next_free let free() decide whether to coalesce from its
- * own header alone: reading the neighbours' headers to find out cost two
- * dependent cache misses per free (docs/LAB.md, section fit). They are
- * bytes of their own so that a block changing state sets them in its
- * neighbours with plain byte stores, which never wait for the line to
- * arrive, instead of read-modify-writes of size_flags. */
+/* prev_free lets free() skip the predecessor's header (a cache miss) when
+ * the predecessor cannot be free. A block that becomes free sets it in its
+ * successor, whose header free() has just read anyway; an allocation does
+ * not clear it (that would cost a store to another line on every exact
+ * fit, and the equal-size workload showed it), so a stale 1 only makes the
+ * next free() look at the predecessor's header, and clear it. It is a byte
+ * of its own so that setting it is a plain store. */
 typedef struct fit_block {
   uint32_t prev_units; /* size of the physical predecessor / 16; 0 = first of run */
   uint16_t owner;      /* id of the owning arena (fit_arena_by_id) */
-  uint8_t prev_free;   /* 1 iff the physical predecessor is a free block */
-  uint8_t next_free;   /* 1 iff the physical successor is a free block */
+  uint8_t prev_free;   /* 1 if the physical predecessor may be free */
+  uint8_t spare;
   uint64_t size_flags; /* block size in bytes | FIT_FREE | FIT_LAST */
 } fit_block_t;
 
@@ -167,12 +169,7 @@ static inline int fit_allocated_after(const fit_block_t *x, const fit_block_t *y
   return d != 0 && d < (1u << (FIT_STAMP_BITS - 1));
 }
 
-/* Tells b's physical neighbours whether b is free (stores only: b's own
- * header says where they are, and nothing of theirs is read). */
-static inline void fit_tell_neighbours(fit_block_t *b, uint8_t is_free) {
-  if (b->prev_units) fit_prev_phys(b)->next_free = is_free;
-  if (!fit_is_last(b)) fit_next_phys(b)->prev_free = is_free;
-}
+
 static inline void fit_add_free_bytes(fit_arena_t *a, long delta) {
   unsigned long v = atomic_load_explicit(&a->free_bytes, memory_order_relaxed);
   atomic_store_explicit(&a->free_bytes, v + (unsigned long)delta, memory_order_relaxed);
