@@ -764,14 +764,16 @@ CORE_INLINE void *core_malloc_wide(core_cfg_t wcfg, size_t size) {
 }
 
 /* The narrow region first: its free blocks, and its growth while it may
- * grow; the wide region for what the narrow one cannot hold. */
-CORE_INLINE void *core_malloc_any(core_cfg_t ncfg, core_cfg_t wcfg, size_t size) {
+ * grow; the wide region for what the narrow one cannot hold. malloc_wide is
+ * the policy's out-of-line core_malloc_wide (CORE_DEFINE_POLICY), so the
+ * narrow fast path does not carry the wide code's registers. */
+CORE_INLINE void *core_malloc_any(core_cfg_t ncfg, void *(*malloc_wide)(size_t), size_t size) {
   if (size == 0) return NULL;
   if (size <= CORE_NARROW_MAX_REQUEST) {
     void *p = core_malloc(ncfg, size);
     if (__builtin_expect(p != NULL || !core_rg[0].full, 1)) return p;
   }
-  return core_malloc_wide(wcfg, size);
+  return malloc_wide(size);
 }
 
 CORE_INLINE void core_free_any(core_cfg_t ncfg, core_cfg_t wcfg, void *p) {
@@ -782,8 +784,9 @@ CORE_INLINE void core_free_any(core_cfg_t ncfg, core_cfg_t wcfg, void *p) {
 
 /* In place within the block's region when the policy can; otherwise a new
  * block (from either region), the contents copied, the old block freed. */
-CORE_INLINE void *core_realloc_any(core_cfg_t ncfg, core_cfg_t wcfg, void *p, size_t size) {
-  if (!p) return core_malloc_any(ncfg, wcfg, size);
+CORE_INLINE void *core_realloc_any(core_cfg_t ncfg, core_cfg_t wcfg,
+                                   void *(*malloc_wide)(size_t), void *p, size_t size) {
+  if (!p) return core_malloc_any(ncfg, malloc_wide, size);
   if (size == 0) {
     core_free_any(ncfg, wcfg, p);
     return NULL;
@@ -793,7 +796,7 @@ CORE_INLINE void *core_realloc_any(core_cfg_t ncfg, core_cfg_t wcfg, void *p, si
   if (q) return q;
   size_t keep = wide ? core_usable(wcfg, p) : core_usable(ncfg, p);
   if (keep > size) keep = size;
-  q = core_malloc_any(ncfg, wcfg, size);
+  q = core_malloc_any(ncfg, malloc_wide, size);
   if (!q) return NULL;
   memcpy(q, p, keep);
   core_free_any(ncfg, wcfg, p);
@@ -834,12 +837,15 @@ __attribute__((unused)) static int core_check_any(core_cfg_t ncfg, core_cfg_t wc
   static const core_cfg_t ident##_cfg = {__VA_ARGS__};                          \
   static const core_cfg_t ident##_wcfg = {.wide = 1, __VA_ARGS__};              \
   static int ident##_init(size_t a) { return core_init(ident##_cfg, a); }        \
+  static __attribute__((noinline, cold)) void *ident##_malloc_wide(size_t n) {  \
+    return core_malloc_wide(ident##_wcfg, n);                                    \
+  }                                                                              \
   static void *ident##_malloc(size_t n) {                                       \
-    return core_malloc_any(ident##_cfg, ident##_wcfg, n);                        \
+    return core_malloc_any(ident##_cfg, ident##_malloc_wide, n);                 \
   }                                                                              \
   static void ident##_free(void *p) { core_free_any(ident##_cfg, ident##_wcfg, p); } \
   static void *ident##_realloc(void *p, size_t n) {                             \
-    return core_realloc_any(ident##_cfg, ident##_wcfg, p, n);                    \
+    return core_realloc_any(ident##_cfg, ident##_wcfg, ident##_malloc_wide, p, n); \
   }                                                                              \
   static int ident##_check(char *e, size_t l) {                                 \
     return core_check_any(ident##_cfg, ident##_wcfg, checker, e, l);             \
