@@ -135,6 +135,51 @@ static void case_prev_hint(const fit_test_api_t *api) {
   CHECK_HEAP();
 }
 
+/* Which end of a hole a split hands out. Fast best fit (the size bins):
+ * the end next to the more recently allocated neighbour, so the remainder
+ * waits next to the older one; the naive versions and first fit always carve
+ * from the back. Both orders of the neighbours' ages are checked (two
+ * cases, each on a fresh heap), so a rule that always took one end fails
+ * one of them. */
+static void carve_side(const fit_test_api_t *api, int younger_is_next) {
+  {
+    char *g0 = api->alloc(64);
+    char *hole = api->alloc(3000);
+    char *g1 = api->alloc(64);
+    CHECK(g0 && hole && g1 && hole + fit_test_block_size(3000) == g1);
+    if (!younger_is_next) {
+      /* Make g0 the younger neighbour: free it and take it again (an exact
+       * fit hands back the same block, stamped now). */
+      api->release(g0);
+      char *again = api->alloc(64);
+      CHECK(again == g0);
+    }
+    fit_arena_t *a = fit_test_arena_of(hole);
+    int age_rule = a->index_kind == FIT_INDEX_SIZE_BINS;
+    api->release(hole);
+    char *x = api->alloc(1000);
+    CHECK(x != NULL);
+    int front = x == hole, back = x + fit_test_block_size(1000) == g1;
+    CHECK(front || back);
+    if (age_rule)
+      CHECK(younger_is_next ? back : front);
+    else
+      CHECK(back);
+    CHECK(atomic_load(&a->free_bytes) >= fit_test_block_size(3000) - fit_test_block_size(1000));
+    CHECK_HEAP();
+    memset(x, 0x5a, 1000);
+    /* Freed, x merges with the remainder again, whichever side it was on. */
+    api->release(x);
+    CHECK(fit_is_free(fit_header_of(hole)) && fit_size(fit_header_of(hole)) == fit_test_block_size(3000));
+    CHECK_HEAP();
+    api->release(g0);
+    api->release(g1);
+    CHECK_HEAP();
+  }
+}
+static void case_carve_next_younger(const fit_test_api_t *api) { carve_side(api, 1); }
+static void case_carve_prev_younger(const fit_test_api_t *api) { carve_side(api, 0); }
+
 static void case_policy(const fit_test_api_t *api) {
   char *h[3], *spacer[3];
   size_t sizes[3] = {2000, 500, 1000};
@@ -340,7 +385,8 @@ int main(void) {
       {"policy", case_policy},                   {"zero_null_alignment", case_zero_null_alignment},
       {"segment_accounting", case_segment_accounting}, {"too_large", case_too_large},
       {"bad_free", case_bad_free},             {"bin_boundary", case_bin_boundary},               {"cross_free", case_cross_free},
-      {"prev_hint", case_prev_hint},
+      {"prev_hint", case_prev_hint},           {"carve_next_younger", case_carve_next_younger},
+      {"carve_prev_younger", case_carve_prev_younger},
   };
   const char *impl = getenv("TESSERA_FIT_IMPL");
   printf("implementation: %s\n", impl && strcmp(impl, "naive") == 0 ? "naive" : "fast");
