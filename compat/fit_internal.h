@@ -127,6 +127,9 @@ typedef struct fit_arena {
   char *top_end;
   fit_block_t *top_last;
   _Atomic unsigned long free_bytes; /* written by the owner only */
+  /* Allocations so far (the stamps of fit_stamp_now); beside free_bytes,
+   * on the cache line every malloc touches anyway. */
+  uint32_t alloc_clock;
   /* FIT_INDEX_LIST */
   fit_block_t *list_head;
   /* FIT_INDEX_ADDR_TREE, and the large-size treap of FIT_INDEX_SIZE_BINS */
@@ -135,7 +138,6 @@ typedef struct fit_arena {
   uint64_t bin_summary[FIT_BIN_WORDS / 64u];
   uint64_t bin_bits[FIT_BIN_WORDS];
   fit_block_t *bins[FIT_BIN_COUNT];
-  uint32_t alloc_clock; /* allocations so far: the stamps of fit_stamp_now */
   /* ts_nolock: blocks freed by other threads, pushed lock-free, taken by the
    * owner (Treiber stack, the link is the first payload word). */
   _Atomic(fit_block_t *) remote_frees;
