@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,11 @@ static int keep_working(void) {
   return 0;
 }
 
+static void *free_in_thread(void *p) {
+  free(p);
+  return NULL;
+}
+
 static void *foreign_mapping(size_t len) {
   void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) {
@@ -89,6 +95,13 @@ static int scenario(const char *name) {
   } else if (strcmp(name, "double_free_medium") == 0) {
     char *p = malloc(100000);
     free(launder(p));
+    free(launder(p));
+  } else if (strcmp(name, "double_free_remote") == 0) {
+    /* The first free comes from another thread (a remote free, parked on
+     * the page's cross-thread list), the second from the owner. */
+    char *p = malloc(40);
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_in_thread, launder(p)) != 0 || pthread_join(t, NULL) != 0) return 6;
     free(launder(p));
   } else if (strcmp(name, "double_free_random_page") == 0) {
     /* A page whose free list was linked in random order: free one block
