@@ -46,21 +46,22 @@ void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-#if !TES_SECURE
-  if (tes_likely(total <= TES_DIRECT_MAX)) {
-    tes_page_t *page = heap->direct[(total + 15) >> 4];
+  if (tes_likely(total <= TES_DIRECT_MAX - TES_PADDING)) {
+    tes_page_t *page = heap->direct[(total + TES_PADDING + 15) >> 4];
     tes_block_t *block = page->free;
     if (tes_likely(block != NULL)) {
-      page->free = block->next;
+      page->free = tes_block_next(page, block);
       page->used++;
       heap->counters.calloc_calls++;
       heap->counters.other_allocs++;
       if (page->free_is_zero) block->next = NULL;
       else memset(block, 0, total);
+#if TES_SECURE
+      tes_secure_arm(page, block, total); /* after the zeroing: the canary follows the zeroed bytes */
+#endif
       return block;
     }
   }
-#endif
   void *p = tes_heap_malloc_generic(heap, total, true);
   if (heap->is_static) heap = tes_tls_heap; /* the slow path may have given us one */
   tes_counters_t *c = counters_of(heap);
