@@ -485,6 +485,7 @@ void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count);
 size_t tes_secure_header_guard(void);      /* offset of the header guard, 0 if none */
 size_t tes_secure_first_free_offset(void); /* first byte past the header (and its guard) */
 void tes_secure_guard_segment(void *seg, size_t size);
+bool tes_secure_end_guard(void);           /* false with 64 KiB OS pages */
 #else
 #define TES_PADDING 0
 #endif

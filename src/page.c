@@ -18,7 +18,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   size_t block_bytes = page_size;
 #if TES_SECURE
   /* The segment's last OS page is a guard (tes_secure_guard_segment). */
-  if (page->index == seg->page_count - 1) block_bytes -= tes_os_page_size();
+  if (page->index == seg->page_count - 1 && tes_secure_end_guard()) block_bytes -= tes_os_page_size();
 #endif
   page->reserved = (uint32_t)(block_bytes / block_size);
   page->capacity = 0;

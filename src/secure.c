@@ -167,11 +167,15 @@ size_t tes_secure_first_free_offset(void) {
   return guard ? guard + ps : (header_bytes() + ps - 1) & ~(ps - 1);
 }
 
+/* With OS pages as large as a small page (64 KiB), the end guard would take
+ * the whole last page of a small segment: such systems go without it. */
+bool tes_secure_end_guard(void) { return tes_os_page_size() < ((size_t)1 << TES_SMALL_PAGE_SHIFT); }
+
 void tes_secure_guard_segment(void *seg, size_t size) {
   size_t ps = tes_os_page_size();
   size_t guard = tes_secure_header_guard();
   if (guard) tes_os_protect((uint8_t *)seg + guard, ps);
-  tes_os_protect((uint8_t *)seg + size - ps, ps);
+  if (tes_secure_end_guard()) tes_os_protect((uint8_t *)seg + size - ps, ps);
 }
 
 #endif
