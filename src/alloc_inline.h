@@ -2,7 +2,9 @@
  *
  * malloc (size <= 1 KiB, thread has a heap, page has a free block):
  *   heap = TLS; page = heap->direct[(size+15)/16]; pop page->free; used++
- *   ~12 instructions; anything else calls the noinline slow path in heap.c.
+ *   ~12 instructions. 1 KiB < size <= 128 KiB: class from clz, pop from the
+ *   head page of the class queue (about 10 more). Anything else calls the
+ *   noinline slow path in heap.c.
  * free (pointer in a segment the calling thread owns):
  *   look the pointer's 64 KiB slice up in the heap's slice table (a tag
  *   match gives the page, and proves the block is ours: NULL, foreign and
@@ -32,6 +34,22 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
       return block;
     }
   }
+#if !TES_SECURE
+  else if (tes_likely(size <= TES_MEDIUM_BLOCK_MAX)) {
+    /* 1 KiB < size <= 128 KiB: the class from clz, then the same pop from
+     * the head page of its queue (the slow path makes that head a page
+     * with a free block whenever it can). */
+    tes_page_t *page = heap->queues[tes_class_of_above_256(size)].first;
+    if (tes_likely(page != NULL)) {
+      tes_block_t *block = page->free;
+      if (tes_likely(block != NULL)) {
+        page->free = block->next;
+        page->used++;
+        return block;
+      }
+    }
+  }
+#endif
   return tes_heap_malloc_generic(heap, size, false);
 }
 

@@ -212,13 +212,25 @@ void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page) {
 }
 
 /* A page with no free block: watch it through the delayed list instead of
- * scanning it. Returns false if a remote free slipped in (page stays). */
+ * scanning it. Returns false if a remote free slipped in (page stays).
+ *
+ * The USE_DELAYED tag is not taken back when the page leaves the full queue
+ * (tes_heap_page_unfull): a page that fills up once usually fills up again,
+ * and with many pages of one to four free blocks (medium classes, large
+ * working sets) every malloc moved a page to full and every free moved one
+ * back, each with a CAS. A remote free into a page still tagged simply goes
+ * through the delayed list once, and that remote freer sets the tag back to
+ * NORMAL itself (tes_free_remote). So here the tag is often already set; if
+ * a remote freer has reset it since, it has a block on its way through the
+ * delayed list, which only this thread drains, after the page is in the
+ * full queue: that block brings the page back. */
 static bool page_to_full(tes_heap_t *heap, tes_page_t *page) {
-  tes_page_set_delayed(page, TES_TF_USE_DELAYED);
-  if ((atomic_load_explicit(&page->xthread_free, memory_order_acquire) & ~TES_TF_MASK) != 0) {
-    tes_page_set_delayed(page, TES_TF_NORMAL);
-    return false;
+  uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
+  if ((tf & TES_TF_MASK) != TES_TF_USE_DELAYED) {
+    tes_page_set_delayed(page, TES_TF_USE_DELAYED);
+    tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   }
+  if ((tf & ~TES_TF_MASK) != 0) return false; /* collect it first; the tag may stay */
   tes_heap_queue_remove(heap, page); /* unpins: used == live == reserved */
   page->in_full = 1;
   page->used = 1; /* trigger: the owner's next free into it calls out */
@@ -226,9 +238,9 @@ static bool page_to_full(tes_heap_t *heap, tes_page_t *page) {
   return true;
 }
 
-/* The owner freed a block into a full page (used went 1 -> 0). */
+/* The owner freed a block into a full page (used went 1 -> 0). The
+ * delayed-free tag stays (see page_to_full). */
 void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page) {
-  tes_page_set_delayed(page, TES_TF_NORMAL);
   queue_unlink(&heap->full, page);
   page->in_full = 0;
   page->used = page->reserved - 1;
@@ -405,9 +417,19 @@ void tes_heap_collect(tes_heap_t *heap, bool force) {
   purge_expired(heap, tes_os_clock_ms(), force);
 }
 
+/* Every page of the heap back to the NORMAL delayed-free tag (pages in the
+ * class queues may keep USE_DELAYED from an earlier stay in the full
+ * queue), waiting for remote freers that are pushing to this heap now; then
+ * no remote free reads page->heap any more, so it may change or vanish. */
+static void heap_stop_delayed(tes_heap_t *heap) {
+  for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
+    for (tes_page_t *p = heap->queues[c].first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
+}
+
 /* Detach every page from the heap's queues (for abandon and delete). */
 static void heap_detach(tes_heap_t *heap) {
-  for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
+  heap_stop_delayed(heap);
   tes_heap_process_delayed(heap);
   tes_heap_collect(heap, false);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
@@ -478,7 +500,7 @@ void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to) {
 }
 
 void tes_heap_free_all(tes_heap_t *heap) {
-  for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
+  heap_stop_delayed(heap);
   atomic_store(&heap->delayed_free, NULL);
   /* Fold statistics first: the dropped blocks stay counted as allocated. */
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++)

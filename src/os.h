@@ -42,7 +42,8 @@ void tes_os_huge_pages(void *addr, size_t size, bool enable);
  * to a fresh aligned range. NULL on failure, the old mapping is then intact. */
 void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignment);
 
-/* Monotonic clock in milliseconds (vDSO, cheap). */
+/* Monotonic clock in milliseconds (vDSO, coarse: advances once per timer
+ * tick, 1-4 ms; cheap). */
 int64_t tes_os_clock_ms(void);
 /* The kernel's id of the calling thread (for messages only). */
 long tes_os_thread_id(void);

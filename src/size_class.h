@@ -43,12 +43,16 @@ static_assert(TES_CLASS_COUNT <= 128, "fits tes_stats_t.class_* arrays");
 extern const uint32_t tes_class_sizes[TES_CLASS_COUNT];
 
 /* The smallest class whose block holds `size` bytes (size <= TES_MEDIUM_BLOCK_MAX). */
-static inline unsigned tes_class_of(size_t size) {
-  if (size <= 256) return size <= 16 ? 0 : (unsigned)((size + 15) >> 4) - 1;
+/* The same for 256 < size <= TES_MEDIUM_BLOCK_MAX (the medium fast path). */
+static inline unsigned tes_class_of_above_256(size_t size) {
   size_t w = size - 1;
   unsigned b = 63u - (unsigned)__builtin_clzl(w); /* 2^b <= w < 2^(b+1) */
   unsigned j = (unsigned)(w >> (b - 2)) & 3u;
   return 16u + (b - 8u) * 4u + j;
+}
+static inline unsigned tes_class_of(size_t size) {
+  if (size <= 256) return size <= 16 ? 0 : (unsigned)((size + 15) >> 4) - 1;
+  return tes_class_of_above_256(size);
 }
 
 static inline size_t tes_class_size(unsigned c) { return tes_class_sizes[c]; }
