@@ -80,13 +80,20 @@ static long purge_delay_ms(long fallback) {
  * between phases: wait twice the purge delay while making ordinary calls
  * (a lazy purge runs on them). Without this the RSS sampled at the next
  * phase depends on whether the purge timer happened to expire first. */
+/* Wait past twice the purge delay while allocating a little: purges are due
+ * work the allocator does on its slow paths, not on a timer. The last pass
+ * of allocations starts after the deadline, so every purge is due by then
+ * even when a loaded machine lets this thread sleep far past its 5 ms (the
+ * old loop slept, saw the deadline passed and stopped without that pass). */
 static void settle(long delay_ms) {
   double until = api_now_seconds() + (double)(2 * delay_ms + 20) / 1000.0;
-  do {
+  for (;;) {
+    bool past_deadline = api_now_seconds() >= until;
     for (int i = 0; i < 100; i++) free(malloc(64));
     free(malloc(2 << 20));
+    if (past_deadline) break;
     api_sleep_ms(5);
-  } while (api_now_seconds() < until);
+  }
 }
 
 static void mode_one_gib(bool use_trim) {
