@@ -192,14 +192,17 @@ void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
   queue_push_back(&heap->purge, page);
 }
 
+void tes_heap_purge_due(tes_heap_t *heap) {
+  if (heap->purge.first == NULL) return;
+  int64_t now = tes_os_clock_ms();
+  if (heap->purge.first->purge_expire <= now) purge_expired(heap, now, false);
+}
+
 /* Work deferred to slow paths: remote frees into full pages, due purges. */
 static void heap_deferred(tes_heap_t *heap) {
   if (atomic_load_explicit(&heap->delayed_free, memory_order_relaxed) != NULL) tes_heap_process_delayed(heap);
-  if ((++heap->slow_count & 7) == 0 || heap->purge.first != NULL) {
-    int64_t now = tes_os_clock_ms();
-    if (heap->purge.first != NULL && heap->purge.first->purge_expire <= now) purge_expired(heap, now, false);
-    if ((heap->slow_count & 7) == 0) tes_cache_purge(false);
-  }
+  tes_heap_purge_due(heap);
+  if ((++heap->slow_count & 7) == 0) tes_cache_purge(false);
 }
 
 /* ---- retire / full / unfull ---------------------------------------------------- */

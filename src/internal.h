@@ -319,6 +319,7 @@ void tes_heap_queue_remove(tes_heap_t *heap, tes_page_t *page);
 void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page);
 void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page);
 void tes_heap_process_delayed(tes_heap_t *heap);
+void tes_heap_purge_due(tes_heap_t *heap);   /* purge this heap's retired pages that are due */
 void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg);
 void tes_heap_fold_page(tes_heap_t *heap, tes_page_t *page, bool reset);
 void tes_heaps_lock(void);

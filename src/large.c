@@ -84,10 +84,12 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
     return NULL;
   }
   /* Large blocks come and go through the segment cache without touching the
-   * small-object slow path, which is where due cache purges are otherwise
-   * run: check here too, so freed large memory leaves RSS after the purge
-   * delay even in a program that only churns large blocks. (A flag check
-   * when nothing cached is dirty.) */
+   * small-object slow path, which is where due purges are otherwise run:
+   * run them here too (the cache's and this heap's retired pages), so freed
+   * memory leaves RSS after the purge delay even in a program whose small
+   * allocations all stay on the fast path while it churns large blocks.
+   * (Two loads and compares when nothing is due.) */
+  tes_heap_purge_due(heap);
   tes_cache_purge(false);
   size_t offset = TES_LARGE_OFFSET;
   if (alignment > offset) offset = alignment;
