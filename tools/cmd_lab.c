@@ -111,6 +111,9 @@ static void gen_usage(FILE *out) {
     "\nPatterns:\n");
   for (const tracegen_pattern_t *p = tracegen_patterns(); p->name; p++)
     fprintf(out, "  %-11s %s\n", p->name, p->description);
+  fprintf(out, "\nOnly when named (not in 'all': replaying needs tens of GiB of address space):\n");
+  for (const tracegen_pattern_t *p = tracegen_named_only_patterns(); p->name; p++)
+    fprintf(out, "  %-11s %s\n", p->name, p->description);
 }
 
 /* "123", "20M", "1T": binary suffixes. */
