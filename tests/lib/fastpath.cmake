@@ -1,11 +1,15 @@
-# lib.fastpath_budget: the golden instruction count of the fast path. A
-# repeatable callgrind count (not a timing): malloc+free must stay within 42
-# instructions per pair on both the 32-byte ping-pong and the random
-# 8-512-byte LIFO batches. Skipped (77) when valgrind is missing.
-if(NOT TARGET fastpath_bench)
-  add_subdirectory(${PROJECT_SOURCE_DIR}/bench/fastpath ${CMAKE_BINARY_DIR}/bench/fastpath)
-endif()
-add_test(NAME lib.fastpath_budget
-  COMMAND sh ${PROJECT_SOURCE_DIR}/bench/fastpath/fastpath.sh --check 42 --pairs 100000
-          $<TARGET_FILE:fastpath_bench> tessera=$<TARGET_FILE:tessera_shared>)
-set_tests_properties(lib.fastpath_budget PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+# Fast-path instruction budgets: a repeatable callgrind count (not a timing)
+# of malloc+free pairs, on both the 32-byte ping-pong and the random
+# 8-512-byte LIFO batches of bench/fastpath. A change that puts work back on
+# a fast path fails its budget. Skipped (77) when valgrind is missing.
+# Included by tests/lib (lib.fastpath_budget) and tests/security
+# (security.fastpath_budget, the hardened build's).
+function(tessera_add_fastpath_budget test_name budget label library_target)
+  if(NOT TARGET fastpath_bench)
+    add_subdirectory(${PROJECT_SOURCE_DIR}/bench/fastpath ${CMAKE_BINARY_DIR}/bench/fastpath)
+  endif()
+  add_test(NAME ${test_name}
+    COMMAND sh ${PROJECT_SOURCE_DIR}/bench/fastpath/fastpath.sh --check ${budget} --pairs 100000
+            $<TARGET_FILE:fastpath_bench> ${label}=$<TARGET_FILE:${library_target}>)
+  set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endfunction()
