@@ -216,20 +216,7 @@ static __attribute__((noinline)) void *fit_bins_malloc_larger(fit_arena_t *a, si
   size_t rest = have - need;
   fit_set_size(b, rest, FIT_FREE); /* the front stays free, neighbour bytes unchanged */
   fit_size_index_insert(a, b);
-  fit_block_t *back = (fit_block_t *)((char *)b + rest);
-  back->prev_units = (uint32_t)(rest / FIT_ALIGN);
-  back->owner = (uint16_t)a->id;
-  back->prev_free = 1;
-  back->spare = 0;
-  fit_set_size(back, need, last);
-  back->size_flags |= fit_stamp_now(a);
-  if (!last) {
-    fit_block_t *next = fit_next_phys(back);
-    next->prev_units = (uint32_t)(need / FIT_ALIGN);
-    next->prev_free = 0;
-  } else if (fit_ends_top_run(a, back)) {
-    a->top_last = back;
-  }
+  fit_block_t *back = fit_split_back_block(a, b, rest, need, last);
   fit_add_free_bytes(a, -(long)need);
   return fit_payload(back);
 }

@@ -70,6 +70,29 @@ static inline fit_block_t *fit_split_front_k(fit_arena_t *a, fit_block_t *b, siz
   return b;
 }
 
+/* The allocated back of a split block: `rest` free bytes stay at b (the
+ * caller has sized and indexed them), the `need` bytes after them become an
+ * allocated block, stamped now, whose successor learns its new
+ * predecessor (or which becomes the top of its run). */
+static inline fit_block_t *fit_split_back_block(fit_arena_t *a, fit_block_t *b, size_t rest, size_t need,
+                                                uint64_t last) {
+  fit_block_t *back = (fit_block_t *)((char *)b + rest);
+  back->prev_units = (uint32_t)(rest / FIT_ALIGN);
+  back->owner = (uint16_t)a->id;
+  back->prev_free = 1; /* the free front */
+  back->spare = 0;
+  fit_set_size(back, need, last);
+  back->size_flags |= fit_stamp_now(a);
+  if (!last) {
+    fit_block_t *next = fit_next_phys(back);
+    next->prev_units = (uint32_t)(need / FIT_ALIGN);
+    next->prev_free = 0;
+  } else if (fit_ends_top_run(a, back)) {
+    a->top_last = back;
+  }
+  return back;
+}
+
 static inline __attribute__((always_inline)) void *fit_arena_malloc_k(fit_arena_t *a, size_t size,
                                                                    fit_index_kind_t kind) {
   size_t need = fit_block_size_for(size);
@@ -101,19 +124,7 @@ static inline __attribute__((always_inline)) void *fit_arena_malloc_k(fit_arena_
       fit_index_resized_k(a, b, have, kind);
     else
       fit_index_insert_k(a, b, kind);
-    b = (fit_block_t *)((char *)b + rest);
-    b->prev_units = (uint32_t)(rest / FIT_ALIGN);
-    b->owner = (uint16_t)a->id;
-    b->prev_free = 1; /* the free front */
-    b->spare = 0;
-    fit_set_size(b, need, last);
-    b->size_flags |= fit_stamp_now(a);
-    if (!last) {
-      fit_block_t *next = fit_next_phys(b);
-      next->prev_units = (uint32_t)(need / FIT_ALIGN);
-      next->prev_free = 0;
-    } else if (fit_ends_top_run(a, b))
-      a->top_last = b;
+    b = fit_split_back_block(a, b, rest, need, last);
     have = need;
   } else {
     if (indexed) fit_index_remove_k(a, b, kind);
