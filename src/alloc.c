@@ -90,6 +90,18 @@ TES_API size_t tes_usable_size(const void *p) {
 #endif
 }
 
+/* The end of a realloc that moves: q is the new block (NULL when the
+ * allocation failed, which the core has counted; p is then left alone), the
+ * first min(old_usable, size) bytes go over and p is freed. */
+static void *realloc_moved(tes_counters_t *counters, void *p, size_t old_usable, void *q, size_t size) {
+  if (q == NULL) return NULL;
+  memcpy(q, p, old_usable < size ? old_usable : size);
+  counters->other_allocs++;
+  counters->other_frees++;
+  tes_free_inline(p);
+  return q;
+}
+
 void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size);
 void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
   if (heap->is_static) heap = heap_for_slow_path();
@@ -127,13 +139,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
        * time). */
       size_t want = size;
       if (size > block_size && size - block_size < block_size / 4) want = block_size + block_size / 4;
-      void *q = tes_malloc_inline(heap, want);
-      if (q == NULL) return NULL; /* the failure itself was counted by the core */
-      memcpy(q, p, block_size < size ? block_size : size);
-      counters->other_allocs++;
-      counters->other_frees++;
-      tes_free_inline(p);
-      return q;
+      return realloc_moved(counters, p, block_size, tes_malloc_inline(heap, want), size);
     }
   }
 #endif
@@ -166,13 +172,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
 #if TES_SECURE
       /* Moving: to a block that can grow in place (see large.c), so that a
        * buffer grown step by step is copied O(log n) times, not every time. */
-      q = tes_large_alloc_growable(heap, size);
-      if (q == NULL) return NULL;
-      memcpy(q, p, old_usable < size ? old_usable : size);
-      counters->other_allocs++;
-      counters->other_frees++;
-      tes_free_inline(p);
-      return q;
+      return realloc_moved(counters, p, old_usable, tes_large_alloc_growable(heap, size), size);
 #endif
     }
   } else {
@@ -193,15 +193,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
     }
 #endif
   }
-  void *q = tes_malloc_inline(heap, size);
-  if (q == NULL) {
-    return NULL; /* the failure itself was counted by the core */
-  }
-  memcpy(q, p, old_usable < size ? old_usable : size);
-  counters->other_allocs++;
-  counters->other_frees++;
-  tes_free_inline(p);
-  return q;
+  return realloc_moved(counters, p, old_usable, tes_malloc_inline(heap, size), size);
 }
 
 TES_API void *tes_realloc(void *p, size_t size) { return tes_realloc_in(tes_tls_heap, p, size); }
