@@ -590,6 +590,33 @@ CORE_INLINE void list_remove(core_cfg_t cfg, core_list_t *l, char *b) {
   else l->tail = prev_off;
 }
 
+/* An array of LIFO lists (size bins or classes) with a bitmap of the
+ * non-empty ones, so the first non-empty bin at or above a given one is
+ * found with a ctz per 64 bins (segregated and tree policies). */
+CORE_INLINE int bins_bit(const uint64_t *nonempty, unsigned c) {
+  return (int)((nonempty[c / 64] >> (c % 64)) & 1);
+}
+
+CORE_INLINE void bins_push(core_cfg_t cfg, core_list_t *bins, uint64_t *nonempty, unsigned c, char *b) {
+  list_push_front(cfg, &bins[c], b);
+  nonempty[c / 64] |= (uint64_t)1 << (c % 64);
+}
+
+CORE_INLINE void bins_remove(core_cfg_t cfg, core_list_t *bins, uint64_t *nonempty, unsigned c, char *b) {
+  list_remove(cfg, &bins[c], b);
+  if (!bins[c].head) nonempty[c / 64] &= ~((uint64_t)1 << (c % 64));
+}
+
+/* First non-empty bin >= c among the first `words` * 64, or -1. */
+CORE_INLINE int bins_next(const uint64_t *nonempty, unsigned words, unsigned c) {
+  for (unsigned w = c / 64; w < words; w++) {
+    uint64_t bits = nonempty[w];
+    if (w == c / 64) bits &= ~(uint64_t)0 << (c % 64);
+    if (bits) return (int)(w * 64 + (unsigned)__builtin_ctzll(bits));
+  }
+  return -1;
+}
+
 /* First block of the list that fits, or with best the smallest that fits
  * (stopping at an exact fit). */
 CORE_INLINE char *list_find(core_cfg_t cfg, core_list_t *l, size_t asize, int best) {

@@ -76,26 +76,16 @@ static void idx_init(core_cfg_t cfg) {
 }
 
 CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
-  unsigned c = seg_class(cfg, tag_size((int)cfg.wide, b));
-  list_push_front(cfg, &seg_lists[cfg.wide][c], b);
-  seg_nonempty[cfg.wide][c / 64] |= (uint64_t)1 << (c % 64);
+  bins_push(cfg, seg_lists[cfg.wide], seg_nonempty[cfg.wide], seg_class(cfg, tag_size((int)cfg.wide, b)), b);
 }
 
 CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
-  unsigned c = seg_class(cfg, tag_size((int)cfg.wide, b));
-  core_list_t *l = &seg_lists[cfg.wide][c];
-  list_remove(cfg, l, b);
-  if (!l->head) seg_nonempty[cfg.wide][c / 64] &= ~((uint64_t)1 << (c % 64));
+  bins_remove(cfg, seg_lists[cfg.wide], seg_nonempty[cfg.wide], seg_class(cfg, tag_size((int)cfg.wide, b)), b);
 }
 
 /* First non-empty class >= c, or -1. */
 CORE_INLINE int seg_next_class(core_cfg_t cfg, unsigned c) {
-  for (unsigned w = c / 64; w < seg_words(cfg); w++) {
-    uint64_t bits = seg_nonempty[cfg.wide][w];
-    if (w == c / 64) bits &= ~(uint64_t)0 << (c % 64);
-    if (bits) return (int)(w * 64 + (unsigned)__builtin_ctzll(bits));
-  }
-  return -1;
+  return bins_next(seg_nonempty[cfg.wide], seg_words(cfg), c);
 }
 
 CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
@@ -128,7 +118,7 @@ static int seg_in_class(char *b, void *ctx) {
 static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
   for (unsigned c = 0; c < SEG_CLASSES_WIDE; c++) {
     core_list_t *l = &seg_lists[cfg.wide][c];
-    int bit = (seg_nonempty[cfg.wide][c / 64] >> (c % 64)) & 1;
+    int bit = bins_bit(seg_nonempty[cfg.wide], c);
     if (c >= seg_classes(cfg)) {
       if (l->head || l->tail || bit)
         CORE_FAIL("size class %u is beyond the narrow format but in use", c);

@@ -89,9 +89,7 @@ CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
     tree_insert(cfg, b);
     return;
   }
-  unsigned c = tree_bin(size);
-  list_push_front(cfg, &tree_bins[cfg.wide][c], b);
-  tree_bin_nonempty[cfg.wide][c / 64] |= (uint64_t)1 << (c % 64);
+  bins_push(cfg, tree_bins[cfg.wide], tree_bin_nonempty[cfg.wide], tree_bin(size), b);
 }
 
 CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
@@ -100,21 +98,13 @@ CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
     tree_remove(cfg, b);
     return;
   }
-  unsigned c = tree_bin(size);
-  core_list_t *l = &tree_bins[cfg.wide][c];
-  list_remove(cfg, l, b);
-  if (!l->head) tree_bin_nonempty[cfg.wide][c / 64] &= ~((uint64_t)1 << (c % 64));
+  bins_remove(cfg, tree_bins[cfg.wide], tree_bin_nonempty[cfg.wide], tree_bin(size), b);
 }
 
 CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
   if (asize <= TREE_BIN_MAX) {
-    unsigned c = tree_bin(asize);
-    for (unsigned w = c / 64; w < TREE_BIN_WORDS; w++) {
-      uint64_t bits = tree_bin_nonempty[cfg.wide][w];
-      if (w == c / 64) bits &= ~(uint64_t)0 << (c % 64);
-      if (bits)
-        return core_ptr(cfg, tree_bins[cfg.wide][w * 64 + (unsigned)__builtin_ctzll(bits)].head);
-    }
+    int c = bins_next(tree_bin_nonempty[cfg.wide], TREE_BIN_WORDS, tree_bin(asize));
+    if (c >= 0) return core_ptr(cfg, tree_bins[cfg.wide][c].head);
   }
   return tree_find(cfg, asize);
 }
@@ -236,7 +226,7 @@ static int idx_check(core_cfg_t cfg, char *err, size_t errlen, size_t *count) {
     if (core_check_list(cfg, l, where, ORDER_LIFO, tree_bin_accepts, &ctx, err, errlen, count) !=
         0)
       return -1;
-    int bit = (tree_bin_nonempty[cfg.wide][c / 64] >> (c % 64)) & 1;
+    int bit = bins_bit(tree_bin_nonempty[cfg.wide], c);
     if (bit != (l->head != 0))
       CORE_FAIL("small bin %u: non-empty bit is %d but the list is %s", c, bit,
                 l->head ? "non-empty" : "empty");
