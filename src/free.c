@@ -78,19 +78,22 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
 tes_segment_t *tes_owned_segment(const void *p, bool report) {
   tes_segment_t *seg = tes_segmap_get(p) == 1 ? tes_segment_of(p) : tes_segment_find(p);
   if (seg == NULL) {
-    if (report) tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
+    if (report) tes_report_unowned(p);
     return NULL;
   }
   if (seg->kind == TES_SEG_LARGE) {
     if (!tes_large_owned_block(seg, p)) {
-      if (report) tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
+      if (report) tes_report_unowned(p);
       return NULL;
     }
     return seg;
   }
   tes_page_t *page = tes_page_of(seg, p);
   if (tes_segment_of(p) != seg || !page->in_use || (const uint8_t *)p < page->area) {
-    if (report) tes_report_error(TES_ERR_INVALID_FREE, p, page->in_use ? page : NULL);
+    if (report) {
+      if (page->in_use) tes_report_error(TES_ERR_INVALID_FREE, p, page);
+      else tes_report_unowned(p);
+    }
     return NULL;
   }
   return seg;
@@ -198,5 +201,21 @@ void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *pa
   else
     tes_message("error: %s of %p (not a block allocated by tessera) in thread %ld", what[kind], p,
                 tes_os_thread_id());
+  if (tes_opt(TES_OPTION_ABORT_ON_ERROR)) tes_os_abort();
+}
+
+/* No live block starts at p and no page in use holds it. If p is a large
+ * block freed recently (large.c's ring), this is its second free: its
+ * segment left the segment map at the first one (cached or unmapped), so
+ * nothing else can tell. Otherwise p was never ours: an invalid free. Error
+ * path only (the ring lookup takes large_lock). */
+void tes_report_unowned(const void *p) {
+  size_t size;
+  if (!tes_large_freed_before(p, &size)) {
+    tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
+    return;
+  }
+  tes_message("error: double free of %p (large block, %zu bytes, already freed) in thread %ld", p, size,
+              tes_os_thread_id());
   if (tes_opt(TES_OPTION_ABORT_ON_ERROR)) tes_os_abort();
 }

@@ -373,6 +373,9 @@ void *tes_large_alloc_growable(tes_heap_t *heap, size_t size);       /* room to 
 #endif
 size_t tes_large_usable(const tes_segment_t *seg);
 bool tes_large_owned_block(const tes_segment_t *seg, const void *p);
+/* Error path only: was p one of the last 256 large blocks freed (true, with
+ * its usable size then)? Takes large_lock. */
+bool tes_large_freed_before(const void *p, size_t *size);
 void tes_large_lock(void);
 void tes_large_unlock(bool child);
 void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release); /* release: free them */
@@ -389,6 +392,7 @@ tes_segment_t *tes_owned_segment(const void *p, bool report); /* validate for fr
 /* ---- errors (free.c) ----------------------------------------------------- */
 typedef enum { TES_ERR_INVALID_FREE, TES_ERR_DOUBLE_FREE, TES_ERR_OVERFLOW, TES_ERR_CORRUPT } tes_error_kind_t;
 void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *page);
+void tes_report_unowned(const void *p); /* no live block at p: double free of a large block, or invalid */
 void tes_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- options.c / stats.c --------------------------------------------------- */

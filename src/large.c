@@ -12,12 +12,37 @@
  * bytes are copied). Large segments have thread id TES_TID_SHARED: any thread
  * frees them directly (no hand-off to the allocating thread). All large
  * segments are on one list (for tes_heap_visit and tes_heap_destroy) guarded
- * by large_lock. Called from heap.c (allocation), free.c and alloc.c. */
+ * by large_lock. Called from heap.c (allocation), free.c and alloc.c.
+ *
+ * Freed large blocks: once freed, a block's segment leaves the segment map
+ * (it is cached or unmapped), so a second free of it finds no owner. To name
+ * that error "double free" rather than "invalid free", every large free
+ * (and a realloc whose mremap moved the block, and tes_heap_destroy) records
+ * the block's address and size in a ring of the last LARGE_FREED_RING large
+ * frees: static storage, written under large_lock, which the free already
+ * holds (no extra lock or atomic; fork handlers take that lock). The ring is
+ * read only on the error path, for a pointer nobody owns
+ * (tes_large_freed_before): an address in it was a large block that was
+ * freed and has not been handed out again as a large block since (a live
+ * block is owned and never reaches the ring). Older frees fall off the ring
+ * and are again reported as "invalid free". */
 #include "internal.h"
 
 _Atomic int64_t tes_large_in_use, tes_large_in_use_peak;
 static tes_lock_t large_lock = TES_LOCK_INIT;
 tes_segment_t *tes_large_list;
+
+/* The last large frees, oldest overwritten first (under large_lock). 256
+ * entries, one 4 KiB page of BSS: a program must free 256 other large
+ * blocks between the two frees of one for the second to read "invalid". */
+#define LARGE_FREED_RING 256
+static_assert((LARGE_FREED_RING & (LARGE_FREED_RING - 1)) == 0, "the index wraps by masking");
+typedef struct large_freed_s {
+  uintptr_t block; /* the address free was given */
+  size_t size;     /* its usable bytes then, for the report */
+} large_freed_t;
+static large_freed_t freed_ring[LARGE_FREED_RING];
+static unsigned freed_next;
 
 #define LARGE_HEADER_BYTES (offsetof(tes_segment_t, pages) + sizeof(tes_page_t))
 #define LARGE_MAX_SIZE ((size_t)1 << 46)
@@ -53,6 +78,29 @@ static void list_insert(tes_segment_t *seg) {
   if (tes_large_list) tes_large_list->prev = seg;
   tes_large_list = seg;
   tes_unlock(&large_lock);
+}
+
+/* Under large_lock: p (a block of `size` usable bytes) was just freed. */
+static void freed_record_locked(const void *p, size_t size) {
+  large_freed_t *slot = &freed_ring[freed_next++ & (LARGE_FREED_RING - 1)];
+  slot->block = (uintptr_t)p;
+  slot->size = size;
+}
+
+bool tes_large_freed_before(const void *p, size_t *size) {
+  if (p == NULL) return false; /* the ring's unused slots hold 0 */
+  bool found = false;
+  tes_lock(&large_lock);
+  /* Newest first: the size at the last free of p. */
+  for (unsigned i = 1; i <= LARGE_FREED_RING && !found; i++) {
+    const large_freed_t *slot = &freed_ring[(freed_next - i) & (LARGE_FREED_RING - 1)];
+    if (slot->block == (uintptr_t)p) {
+      *size = slot->size;
+      found = true;
+    }
+  }
+  tes_unlock(&large_lock);
+  return found;
 }
 
 static void list_remove_locked(tes_segment_t *seg) {
@@ -218,6 +266,7 @@ void tes_large_free(tes_segment_t *seg) {
   page->in_use = 0;
   tes_lock(&large_lock);
   list_remove_locked(seg);
+  freed_record_locked(page->area, page->block_size);
   tes_unlock(&large_lock);
   seg->used_pages = 0;
   tes_segment_free(seg);
@@ -284,6 +333,11 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   page->area = (uint8_t *)moved + offset;
   page->block_size = usable;
   if (moved->dirty_end < offset + usable) moved->dirty_end = offset + usable;
+  if (moved != seg) { /* p is gone: a later free of it is a double free */
+    tes_lock(&large_lock);
+    freed_record_locked(p, old_usable);
+    tes_unlock(&large_lock);
+  }
   list_insert(moved);
   tes_segmap_set(moved, true);
   in_use_add((int64_t)usable - (int64_t)old_usable);
@@ -300,6 +354,7 @@ void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
     if (atomic_load_explicit(&seg->pages[0].heap, memory_order_relaxed) == from) {
       if (release) {
         list_remove_locked(seg);
+        freed_record_locked(seg->pages[0].area, seg->pages[0].block_size);
         seg->next = drop;
         drop = seg;
       } else {

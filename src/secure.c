@@ -20,7 +20,10 @@
  *    last are refused by the slice table / segment map, the others by a
  *    one-multiply block test); it must not have been freed already ("double
  *    free": free writes a tag into the block's size word, which no live
- *    block has; blocks found on a free list count too); the canary right
+ *    block has; blocks found on a free list count too; a large block,
+ *    whose segment left the segment map at its first free, is found in
+ *    large.c's ring of recent large frees, consulted only when nobody owns
+ *    the pointer: tes_report_unowned); the canary right
  *    after the requested size must be intact ("heap buffer overflow
  *    detected at free"; the block is still freed).
  * Block layout: [requested][canary 8 B][slack][requested size 8 B at the end]
@@ -44,8 +47,12 @@ static_assert(((size_t)1 << TES_MEDIUM_PAGE_SHIFT) <= ((size_t)1 << 32) && TES_M
 /* ---- the reporting half of tes_secure_free_quick --------------------------- */
 bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
   size_t index;
-  if (!page->in_use || !tes_secure_block_index(page, p, &index) || index >= page->capacity) {
-    tes_report_error(TES_ERR_INVALID_FREE, p, page->in_use ? page : NULL);
+  if (!page->in_use) { /* a retired page still in the slice table */
+    tes_report_unowned(p);
+    return false;
+  }
+  if (!tes_secure_block_index(page, p, &index) || index >= page->capacity) {
+    tes_report_error(TES_ERR_INVALID_FREE, p, page);
     return false;
   }
   uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(size_t);

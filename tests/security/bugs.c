@@ -81,7 +81,77 @@ static void *foreign_mapping(size_t len) {
   return m;
 }
 
+/* Is the OS page holding p still mapped? (mincore fails with ENOMEM on an
+ * unmapped range.) Tells a large block whose segment sits in the segment
+ * cache from one whose segment was given back to the OS. */
+static int page_mapped(const void *p) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  unsigned char vec;
+  return mincore((void *)((uintptr_t)p & ~(page - 1)), 1, &vec) == 0;
+}
+
+/* Large double frees (blocks above the 128 KiB size classes, each in a
+ * segment of its own). After the first free the segment is cached (still
+ * mapped, off the segment map) or unmapped; the second free must still be
+ * named a double free. `after` says what happens in between:
+ *   0  nothing (the segment is in the segment cache);
+ *   1  malloc_trim(0) (the cache is dropped: the segment is unmapped);
+ *   2  80 blocks of another size (8 MiB segments, which never reuse the
+ *      first block's 4 MiB one) are allocated and freed: 81 large frees, and
+ *      the cache (64 segments) evicts, oldest first, the first block's
+ *      segment.
+ * None of them may hand out the first block's address again (that would
+ * make the second free legitimate): checked. Prints where the first block's
+ * memory is before the second free. */
+static int double_free_large(size_t size, int after) {
+  char *p = malloc(size);
+  if (p == NULL) return 5;
+  memset(p, 'a', 4096);
+  free(launder(p));
+  if (after == 1) {
+    malloc_trim(0);
+  } else if (after == 2) {
+    enum { OTHERS = 80 };
+    static char *others[OTHERS];
+    for (int i = 0; i < OTHERS; i++) {
+      others[i] = malloc(5u << 20);
+      if (others[i] == NULL) return 5;
+      if (others[i] == p) {
+        printf("block %d of the others reuses the first block's address\n", i);
+        return 1;
+      }
+    }
+    for (int i = 0; i < OTHERS; i++) free(others[i]);
+  }
+  printf("first block %p (%zu bytes): its memory is %s\n", (void *)p, size,
+         page_mapped(p) ? "still mapped" : "unmapped");
+  free(launder(p));
+  /* Still alive (TESSERA_ABORT_ON_ERROR=0): the second free must not have
+   * freed the segment twice; two new blocks of the size are distinct. */
+  char *a = malloc(size), *b = malloc(size);
+  if (a == NULL || b == NULL || a == b) {
+    printf("after the double free: malloc gave %p and %p\n", (void *)a, (void *)b);
+    return 1;
+  }
+  memset(a, 1, size);
+  memset(b, 2, size);
+  if (a[0] != 1 || a[size - 1] != 1) {
+    printf("after the double free: two live large blocks overlap\n");
+    return 1;
+  }
+  free(a);
+  free(b);
+  printf("large blocks distinct after the double free\n");
+  return keep_working();
+}
+
 static int scenario(const char *name) {
+  if (strcmp(name, "double_free_large_300k") == 0) return double_free_large(300000, 0);
+  if (strcmp(name, "double_free_large_3m") == 0) return double_free_large(3000000, 0);
+  if (strcmp(name, "double_free_large_50m") == 0) return double_free_large(50000000, 0);
+  if (strcmp(name, "double_free_large_trimmed") == 0) return double_free_large(3000000, 1);
+  if (strcmp(name, "double_free_large_50m_trimmed") == 0) return double_free_large(50000000, 1);
+  if (strcmp(name, "double_free_large_evicted") == 0) return double_free_large(300000, 2);
   if (strcmp(name, "double_free") == 0) {
     char *p = malloc(40);
     free(launder(p));
@@ -200,6 +270,32 @@ static int scenario(const char *name) {
     printf("the write past the end was not stopped\n");
     free(p);
     return 1;
+  } else if (strcmp(name, "double_free_large_after_realloc") == 0) {
+    /* realloc moves the block (hardened build: a block grown past its
+     * segment always moves), which frees the old one; then free the old
+     * pointer. */
+    char *p = malloc(300000);
+    char *q = realloc(launder(p), 9u << 20);
+    if (q == NULL) return 5;
+    if (q == p) {
+      printf("realloc did not move the block\n");
+      return 1;
+    }
+    printf("moved from %p to %p\n", (void *)p, (void *)q);
+    free(launder(p));
+  } else if (strcmp(name, "free_large_interior") == 0) {
+    /* A page into a live large block: never a block start. */
+    char *p = malloc(300000);
+    free(launder(p + 4096));
+  } else if (strcmp(name, "free_large_never_allocated") == 0) {
+    /* Where a large block would start (512 bytes into a 4 MiB-aligned
+     * span, as in a default-build large segment), but in our own mapping,
+     * after other large blocks were freed at other addresses. */
+    free(launder(malloc(300000)));
+    free(launder(malloc(3000000)));
+    char *m = foreign_mapping(8u << 20);
+    char *aligned = (char *)(((uintptr_t)m + SEGMENT_SIZE - 1) & ~(SEGMENT_SIZE - 1));
+    free(launder(aligned + 512));
   } else if (strcmp(name, "free_stack") == 0) {
     char local[64];
     memset(local, 1, sizeof local);
