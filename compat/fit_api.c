@@ -130,8 +130,10 @@ static void fit_drain_remote(fit_arena_t *a) {
   }
 }
 
-/* Every free function: route the block to the arena that owns it. */
-static void fit_free_any(const char *who, void *ptr) {
+/* Every free function: route the block to the arena that owns it. Out of
+ * line: inlined into bf_free/ts_free_nolock, its mutex path made them save
+ * four registers on every call, a sixth of bf_free's instructions. */
+static __attribute__((noinline)) void fit_free_any(const char *who, void *ptr) {
   if (!ptr) return;
   if ((uintptr_t)ptr % FIT_ALIGN != 0) {
     fit_report_bad_free(who, ptr, "not a block from this allocator; ignored");

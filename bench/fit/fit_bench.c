@@ -28,10 +28,11 @@ static double cpu_now(void) {
 static void usage(const char *prog, const char *why) {
   fprintf(stderr,
           "%s: %s\n"
-          "usage: %s [--impl ff|bf|malloc] [--naive] [--iters N]\n"
+          "usage: %s [--impl ff|bf|malloc] [--naive] [--iters N] [--seed N]\n"
           "  --impl    allocator: first fit, best fit (libmymalloc) or plain malloc (default bf)\n"
           "  --naive   the linear-scan versions (same as TESSERA_FIT_IMPL=naive)\n"
-          "  --iters   iterations of the workload (default: the assignment's)\n",
+          "  --iters   iterations of the workload (default: the assignment's)\n"
+          "  --seed    srand seed of the random workloads (default 0, the assignment's)\n",
           prog, why, prog);
   exit(2);
 }
@@ -54,6 +55,11 @@ void fit_bench_init(fit_bench_t *fb, const char *workload, long default_iters, i
       char *end;
       fb->iters = strtol(argv[++i], &end, 10);
       if (*end || fb->iters <= 0) usage(argv[0], "--iters needs a positive integer");
+    } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+      char *end;
+      unsigned long seed = strtoul(argv[++i], &end, 10);
+      if (end == argv[i] || *end || argv[i][0] == '-' || seed > 0xffffffffUL) usage(argv[0], "--seed needs an integer from 0 to 4294967295");
+      fb->seed = (unsigned)seed;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(argv[0], "help");
     } else {

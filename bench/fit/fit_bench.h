@@ -1,5 +1,5 @@
 /* fit_bench.h — what the fit-policy workloads share: command line
- * (--impl ff|bf|malloc, --naive, --iters N), the allocator they drive, the
+ * (--impl ff|bf|malloc, --naive, --iters N, --seed N), the allocator they drive, the
  * clock, and the one result line they print.
  *
  * Every workload prints, like the assignment's programs,
@@ -22,6 +22,7 @@ typedef struct fit_bench {
   const char *impl;    /* ff, bf or malloc */
   const char *variant; /* naive, fast or system */
   long iters;
+  unsigned seed; /* srand seed of the random workloads (the assignment's: 0) */
   void *(*alloc)(size_t);
   void (*release)(void *);
   double start;

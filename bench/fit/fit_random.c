@@ -24,7 +24,7 @@ int fit_random_workload(const char *name, unsigned min_chunks, unsigned max_chun
   fit_bench_t fb;
   fit_bench_init(&fb, name, default_iters, argc, argv);
 
-  srand(0);
+  srand(fb.seed);
   for (int i = 0; i < NUM_ITEMS; i++) {
     items[0][i].bytes = ((unsigned)rand() % (max_chunks - min_chunks + 1) + min_chunks) * chunk;
     items[1][i].bytes = ((unsigned)rand() % (max_chunks - min_chunks + 1) + min_chunks) * chunk;

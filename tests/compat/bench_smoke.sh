@@ -25,7 +25,17 @@ for impl in ff bf; do
   check "$("$dir/fit_small_range" --impl "$impl" --naive --iters 2 | grep '^result.*variant=naive')"
   check "$("$dir/fit_cpe357" --impl "$impl" --naive --iters 50 | grep '^result.*variant=naive')"
 done
+# --seed changes the random workloads' sizes (so their data segment), and
+# the same seed gives the same run.
+seg() { "$dir/fit_small_range" --impl bf --iters 2 "$@" | tr ' ' '\n' | sed -n 's/^segment=//p'; }
+s0=$(seg); s0again=$(seg --seed 0); s7=$(seg --seed 7)
+[ "$s0" = "$s0again" ] || { echo "--seed 0 is not the default: $s0 vs $s0again"; fail=1; }
+[ "$s0" != "$s7" ] || { echo "--seed 7 gave the same data segment as seed 0 ($s0)"; fail=1; }
+[ "$s7" = "$(seg --seed 7)" ] || { echo "--seed 7 is not repeatable"; fail=1; }
 # Bad options are refused with a usage message and status 2.
 if "$dir/fit_equal" --impl nope >/dev/null 2>&1; then echo "bad --impl accepted"; fail=1; fi
 if "$dir/fit_equal" --iters x >/dev/null 2>&1; then echo "bad --iters accepted"; fail=1; fi
+for bad in x -1 '' 4294967296; do
+  if "$dir/fit_small_range" --seed "$bad" >/dev/null 2>&1; then echo "bad --seed '$bad' accepted"; fail=1; fi
+done
 exit $fail
