@@ -135,7 +135,7 @@ TES_API void tes_heap_visit(const tes_heap_t *heap, tes_block_visitor_t *visit, 
       if (heap != NULL && owner != heap) continue;
       if (seen++ < skip) continue;
       items[n].address = seg->pages[0].area;
-      items[n].usable = seg->pages[0].block_size - TES_PADDING;
+      items[n].usable = seg->pages[0].block_size - TES_LARGE_PADDING;
       items[n].heap = owner;
       n++;
     }

@@ -408,15 +408,24 @@ extern tes_lock_t tes_stats_lock;
 
 /* ---- secure.c ---------------------------------------------------------------- */
 #if TES_SECURE
-/* The hardened block layout (every small, medium and large block):
- *   [requested bytes][canary: 8 bytes][slack][requested size: 8 bytes]
+/* The hardened block layout of small and medium blocks:
+ *   [requested bytes][canary: 4 bytes][slack][requested size: 4 bytes]
  * The canary starts right after the last requested byte (unaligned), so an
- * overflow of even one byte changes it; the requested size sits in the
- * block's last word, where free finds it from the page's block size alone. */
-#define TES_PADDING 16
+ * overflow of even one byte changes it; the requested size (below 2^32:
+ * medium blocks end at TES_MEDIUM_BLOCK_MAX) sits in the block's last
+ * 32-bit word, where free finds it from the page's block size alone. Eight bytes,
+ * as mimalloc's padding (a 32-bit canary and a 32-bit size): a request
+ * moves to the next size class only when fewer than 8 bytes of its class
+ * are left over, not always (16 bytes of padding pushed every request of a
+ * 16-byte-spaced class up one class). Large blocks, whose slack can exceed
+ * 32 bits, keep [requested][canary: 8 bytes][slack][requested size: 8
+ * bytes] (TES_LARGE_PADDING). */
+#define TES_PADDING TES_SECURE_PADDING
+#define TES_LARGE_PADDING 16
 /* The canary is the page's keys[1], whose bytes all have their top bit set
  * (tes_secure_page_init): the usual off-by-one writes (a NUL, an ASCII
- * character) can never leave it intact by chance. */
+ * character) can never leave it intact by chance. Small and medium blocks
+ * use its low 32 bits. */
 #define TES_CANARY_BITS ((uintptr_t)0x8080808080808080ull)
 
 /* Per class, c = ceil(2^64 / block size): for an offset n < 2^32 one
@@ -435,38 +444,43 @@ TES_INLINE bool tes_secure_block_index(const tes_page_t *page, const void *p, si
   return (uint64_t)product < c;
 }
 
-/* What free writes into a block's size word: no size is that large, so a
- * second free of the block fails the size check of tes_secure_free_quick
- * and tes_secure_free_verdict names it a double free; malloc overwrites it. */
+/* What free writes into a block's size word, small/medium (32 bits) or
+ * large (64): no size is that large, so a second free of the block fails
+ * the size check of tes_secure_free_quick and tes_secure_free_verdict
+ * names it a double free; malloc overwrites it. */
+#define TES_FREED_TAG32 UINT32_MAX
 #define TES_FREED_TAG SIZE_MAX
 
-/* A block was just handed out for `requested` bytes (requested <=
- * block_size - TES_PADDING): write the canary and the size (4 instructions). */
+/* A small/medium block was just handed out for `requested` bytes
+ * (requested <= block_size - TES_PADDING): write the canary and the size
+ * (4 instructions). */
 TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested) {
-  memcpy((uint8_t *)p + requested, &page->keys[1], sizeof(uintptr_t));
-  memcpy((uint8_t *)p + page->block_size - sizeof(size_t), &requested, sizeof requested);
+  uint32_t canary = (uint32_t)page->keys[1];
+  uint32_t size32 = (uint32_t)requested;
+  memcpy((uint8_t *)p + requested, &canary, sizeof canary);
+  memcpy((uint8_t *)p + page->block_size - sizeof size32, &size32, sizeof size32);
 }
 
 /* Every check of a free into a small/medium page that is ours (slice table
  * or segment map) at once, no report: true when p is a carved block start
  * of a page in use (a retired page has capacity 0), it was not freed already
- * (its size word is not TES_FREED_TAG) and its canary is intact; the size
- * word then gets the tag. Nothing at p is read before p is known to be a
- * block start. About 20 instructions, on the page's first cache line and
- * the block's last word; anything else goes to tes_secure_free_verdict,
+ * (its size word is not TES_FREED_TAG32) and its canary is intact; the
+ * size word then gets the tag. Nothing at p is read before p is known to
+ * be a block start. About 20 instructions, on the page's first cache line
+ * and the block's last word; anything else goes to tes_secure_free_verdict,
  * which finds out what is wrong and reports it. */
 TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
   size_t bs = page->block_size;
   size_t index;
   if (!tes_secure_block_index(page, p, &index) || index >= page->capacity) return false;
-  uint8_t *size_word = (uint8_t *)p + bs - sizeof(size_t);
-  size_t requested;
+  uint8_t *size_word = (uint8_t *)p + bs - sizeof(uint32_t);
+  uint32_t requested;
   memcpy(&requested, size_word, sizeof requested);
   if (requested > bs - TES_PADDING) return false; /* freed already, or overwritten */
-  uintptr_t canary;
+  uint32_t canary;
   memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
-  if (canary != page->keys[1]) return false;
-  size_t tag = TES_FREED_TAG;
+  if (canary != (uint32_t)page->keys[1]) return false;
+  uint32_t tag = TES_FREED_TAG32;
   memcpy(size_word, &tag, sizeof tag);
   return true;
 }
@@ -478,7 +492,7 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p);
 /* Owner's free that failed tes_secure_free_quick: judge, then free. */
 void tes_secure_free_local(tes_page_t *page, void *p);
 
-void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested); /* realloc in place */
+void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested); /* large blocks, realloc in place */
 void tes_secure_check_padding(const tes_page_t *page, const void *p);     /* reports an overflow */
 size_t tes_secure_requested(const tes_page_t *page, const void *p);
 bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p); /* slow path; false: do not free */
@@ -493,6 +507,7 @@ void tes_secure_guard_segment(void *seg, size_t size);
 bool tes_secure_end_guard(void);           /* false with 64 KiB OS pages */
 #else
 #define TES_PADDING 0
+#define TES_LARGE_PADDING 0
 #endif
 
 #endif

@@ -152,8 +152,8 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   size_t lowest = tes_secure_first_free_offset();
   if (lowest < offset) lowest = offset;
   lowest = round_up(lowest, align);
-  size_t total = round_up(lowest + size + TES_PADDING + page_size, TES_SEGMENT_SIZE);
-  if (growable) total = round_up(lowest + 2 * (size + TES_PADDING) + 2 * page_size, TES_SEGMENT_SIZE);
+  size_t total = round_up(lowest + size + TES_LARGE_PADDING + page_size, TES_SEGMENT_SIZE);
+  if (growable) total = round_up(lowest + 2 * (size + TES_LARGE_PADDING) + 2 * page_size, TES_SEGMENT_SIZE);
 #else
   (void)growable;
   size_t usable = block_usable(size);
@@ -174,11 +174,11 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   seg->dirty_end = dirty;
   if (purged) tes_os_commit_note((int64_t)purged); /* the whole span counts as committed again */
 #if TES_SECURE
-  offset = (seg_size - page_size - size - TES_PADDING) & ~(align - 1);
+  offset = (seg_size - page_size - size - TES_LARGE_PADDING) & ~(align - 1);
   size_t usable = seg_size - page_size - offset;
   if (growable) {
     offset = lowest;
-    usable = round_up(offset + size + TES_PADDING, page_size) - offset;
+    usable = round_up(offset + size + TES_LARGE_PADDING, page_size) - offset;
     if (offset + usable != seg_size - page_size) {
       if (!tes_os_protect((uint8_t *)seg + offset + usable, page_size)) {
         tes_cache_put(seg);
@@ -237,7 +237,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   in_use_add((int64_t)usable);
   heap->counters.large_allocs++;
 #if TES_SECURE
-  tes_secure_arm(page, page->area, size);
+  tes_secure_set_padding(page, page->area, size);
 #endif
   return page->area;
 }
@@ -272,7 +272,7 @@ void tes_large_free(tes_segment_t *seg) {
   tes_segment_free(seg);
 }
 
-size_t tes_large_usable(const tes_segment_t *seg) { return seg->pages[0].block_size - TES_PADDING; }
+size_t tes_large_usable(const tes_segment_t *seg) { return seg->pages[0].block_size - TES_LARGE_PADDING; }
 
 bool tes_large_owned_block(const tes_segment_t *seg, const void *p) {
   return seg->kind == TES_SEG_LARGE && seg->pages[0].in_use && (const uint8_t *)p == seg->pages[0].area;
@@ -288,7 +288,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
    * start) if the segment has room, else the caller moves the block (to a
    * growable one, tes_large_alloc_growable). Two mprotects per move. */
   size_t page_size = tes_os_page_size();
-  size_t need = size + TES_PADDING;
+  size_t need = size + TES_LARGE_PADDING;
   size_t old_usable = page->block_size;
   if (need <= old_usable && old_usable - need < page_size) return p;
   size_t offset = seg->large_offset;

@@ -26,10 +26,12 @@
  *    the pointer: tes_report_unowned); the canary right
  *    after the requested size must be intact ("heap buffer overflow
  *    detected at free"; the block is still freed).
- * Block layout: [requested][canary 8 B][slack][requested size 8 B at the end]
- * (TES_PADDING = 16; see tes_secure_arm). The canary is the page's keys[1]
- * (random, every byte's top bit set). malloc_usable_size returns the
- * requested size in this mode. Called from alloc_inline.h, free.c, alloc.c,
+ * Block layout (internal.h): small and medium blocks
+ * [requested][canary 4 B][slack][requested size, 4 B]
+ * (TES_PADDING = 8, tes_secure_arm); large blocks [requested][canary 8 B]
+ * [slack][requested size 8 B] (TES_LARGE_PADDING = 16). The canary is the
+ * page's keys[1] (random, every byte's top bit set). malloc_usable_size
+ * returns the requested size in this mode. Called from alloc_inline.h, free.c, alloc.c,
  * heap.c, page.c, segment.c and large.c. */
 #include "internal.h"
 
@@ -55,18 +57,18 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
     tes_report_error(TES_ERR_INVALID_FREE, p, page);
     return false;
   }
-  uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(size_t);
-  size_t requested;
+  uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(uint32_t);
+  uint32_t requested;
   memcpy(&requested, size_word, sizeof requested);
   /* Freed before: the tag, or (a block never handed out, or whose tag a
    * stray write replaced) on one of the page's free lists. The search is
    * exact and bounded, and runs only here, off the fast path. */
-  if (requested == TES_FREED_TAG || tes_page_contains_free(page, (const tes_block_t *)p)) {
+  if (requested == TES_FREED_TAG32 || tes_page_contains_free(page, (const tes_block_t *)p)) {
     tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
     return false;
   }
   tes_secure_check_padding(page, p); /* an overflow is reported; the block is still freed */
-  size_t tag = TES_FREED_TAG;
+  uint32_t tag = TES_FREED_TAG32;
   memcpy(size_word, &tag, sizeof tag);
   return true;
 }
@@ -75,27 +77,70 @@ void tes_secure_free_local(tes_page_t *page, void *p) {
   if (tes_secure_free_verdict(page, p)) tes_free_local_block(page, (tes_block_t *)p);
 }
 
-/* ---- padding ---------------------------------------------------------------- */
+/* ---- padding ----------------------------------------------------------------
+ * Two layouts (internal.h): large pages (class_index 0xff) keep a 64-bit
+ * canary and the requested size in their last word; small and medium ones a
+ * 32-bit canary and a 32-bit size. */
+static bool page_is_large(const tes_page_t *page) { return page->class_index == 0xff; }
+
 void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
+  if (!page_is_large(page)) {
+    tes_secure_arm(page, p, requested);
+    return;
+  }
   memcpy((uint8_t *)p + requested, &page->keys[1], sizeof(uintptr_t));
   memcpy((uint8_t *)p + page->block_size - sizeof(size_t), &requested, sizeof requested);
 }
 
+/* The requested size the block's last word records, or 0 with *valid
+ * false when that word is not one (the freed tag, or overwritten). */
+static size_t recorded_size(const tes_page_t *page, const void *p, bool *valid) {
+  size_t bs = page->block_size;
+  if (page_is_large(page)) {
+    size_t requested;
+    memcpy(&requested, (const uint8_t *)p + bs - sizeof(size_t), sizeof requested);
+    *valid = requested <= bs - TES_LARGE_PADDING;
+    return *valid ? requested : 0;
+  }
+  uint32_t requested;
+  memcpy(&requested, (const uint8_t *)p + bs - sizeof requested, sizeof requested);
+  *valid = requested <= bs - TES_PADDING;
+  return *valid ? requested : 0;
+}
+
 size_t tes_secure_requested(const tes_page_t *page, const void *p) {
-  size_t requested;
-  memcpy(&requested, (const uint8_t *)p + page->block_size - sizeof(size_t), sizeof requested);
-  size_t limit = page->block_size - TES_PADDING;
-  return requested <= limit ? requested : limit;
+  bool valid;
+  size_t requested = recorded_size(page, p, &valid);
+  return valid ? requested : page->block_size - (page_is_large(page) ? TES_LARGE_PADDING : TES_PADDING);
 }
 
 void tes_secure_check_padding(const tes_page_t *page, const void *p) {
-  size_t requested;
-  memcpy(&requested, (const uint8_t *)p + page->block_size - sizeof(size_t), sizeof requested);
-  uintptr_t canary = 0;
-  if (requested <= page->block_size - TES_PADDING)
+  bool valid;
+  size_t requested = recorded_size(page, p, &valid);
+  bool intact;
+  if (!valid) {
+    intact = false;
+  } else if (page_is_large(page)) {
+    uintptr_t canary;
     memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
-  if (canary != page->keys[1])
-    tes_report_error(requested == TES_FREED_TAG ? TES_ERR_DOUBLE_FREE : TES_ERR_OVERFLOW, p, page);
+    intact = canary == page->keys[1];
+  } else {
+    uint32_t canary;
+    memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
+    intact = canary == (uint32_t)page->keys[1];
+  }
+  if (intact) return;
+  bool freed;
+  if (page_is_large(page)) {
+    size_t word;
+    memcpy(&word, (const uint8_t *)p + page->block_size - sizeof word, sizeof word);
+    freed = word == TES_FREED_TAG;
+  } else {
+    uint32_t word;
+    memcpy(&word, (const uint8_t *)p + page->block_size - sizeof word, sizeof word);
+    freed = word == TES_FREED_TAG32;
+  }
+  tes_report_error(freed ? TES_ERR_DOUBLE_FREE : TES_ERR_OVERFLOW, p, page);
 }
 
 /* Frees that missed the slice table: remote frees, large blocks, pages whose

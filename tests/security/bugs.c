@@ -186,7 +186,7 @@ static int scenario(const char *name) {
     /* The neighbour of a fresh block: carved onto a free list (a double free
      * of it would enter the list twice) or never carved at all. Either way
      * it must be refused: reported, not freed. */
-    const size_t block = 64; /* malloc(48) plus the hardened build's 16 bytes of padding */
+    const size_t block = 64; /* malloc(48) plus the hardened build's 8 bytes of padding */
     char *p = malloc(48);
     char *q = ((uintptr_t)(p + block) & 0xffff) != 0 ? p + block : p - block;
     free(launder(q));
@@ -201,7 +201,7 @@ static int scenario(const char *name) {
     for (int c = -1; c < TES_CLASS_COUNT; c++) {
       for (int side = 0; side < 2; side++) {
         if (c < 0 && side == 1) continue;
-        size_t size = c < 0 ? 0 : TES_CLASS_SIZE_EXPR(c) - 16 + (size_t)side;
+        size_t size = c < 0 ? 0 : TES_CLASS_SIZE_EXPR(c) - TES_SECURE_PADDING + (size_t)side;
         char *p = launder(malloc(size));
         if (p == NULL) return 5;
         memset(p, 'a', size);
