@@ -48,6 +48,21 @@ static inline int fit_carve_front(fit_block_t *b) {
   return fit_allocated_after(fit_prev_phys(b), fit_next_phys(b));
 }
 
+/* Block b (`size` bytes, FIT_LAST in `last`) has just changed: its
+ * successor learns its new predecessor's size and whether it is free, or,
+ * at the end of a run, b becomes the arena's top block if its run is the
+ * one that grows. */
+static inline void fit_tell_successor(fit_arena_t *a, fit_block_t *b, size_t size, uint64_t last,
+                                      uint8_t b_is_free) {
+  if (!last) {
+    fit_block_t *next = (fit_block_t *)((char *)b + size);
+    next->prev_units = (uint32_t)(size / FIT_ALIGN);
+    next->prev_free = b_is_free;
+  } else if (fit_ends_top_run(a, b)) {
+    a->top_last = b;
+  }
+}
+
 /* Splits free block b (`have` bytes, not in the index) handing out its
  * front `need` bytes; the back stays free and goes into the index. Returns
  * the allocated block, without its stamp. */
@@ -63,10 +78,7 @@ static inline fit_block_t *fit_split_front_k(fit_arena_t *a, fit_block_t *b, siz
   fit_set_size(rem, rest, FIT_FREE | last);
   fit_index_insert_k(a, rem, kind);
   fit_set_size(b, need, 0);
-  if (!last)
-    fit_next_phys(rem)->prev_units = (uint32_t)(rest / FIT_ALIGN); /* its prev_free is set: b was free */
-  else if (fit_ends_top_run(a, rem))
-    a->top_last = rem;
+  fit_tell_successor(a, rem, rest, last, 1); /* its prev_free was set already: b was free */
   return b;
 }
 
@@ -83,13 +95,7 @@ static inline fit_block_t *fit_split_back_block(fit_arena_t *a, fit_block_t *b, 
   back->spare = 0;
   fit_set_size(back, need, last);
   back->size_flags |= fit_stamp_now(a);
-  if (!last) {
-    fit_block_t *next = fit_next_phys(back);
-    next->prev_units = (uint32_t)(need / FIT_ALIGN);
-    next->prev_free = 0;
-  } else if (fit_ends_top_run(a, back)) {
-    a->top_last = back;
-  }
+  fit_tell_successor(a, back, need, last, 0);
   return back;
 }
 
@@ -165,13 +171,7 @@ static inline __attribute__((always_inline)) void fit_arena_free_k(fit_arena_t *
     b->prev_free = 0; /* the predecessor is in use: clear a stale byte */
     fit_index_insert_k(a, b, kind);
   }
-  if (!last) {
-    fit_block_t *next = fit_next_phys(b);
-    next->prev_units = (uint32_t)(size / FIT_ALIGN);
-    next->prev_free = 1;
-  } else if (fit_ends_top_run(a, b)) {
-    a->top_last = b;
-  }
+  fit_tell_successor(a, b, size, last, 1);
 }
 
 #endif
