@@ -92,55 +92,52 @@ void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
   memcpy((uint8_t *)p + page->block_size - sizeof(size_t), &requested, sizeof requested);
 }
 
-/* The requested size the block's last word records, or 0 with *valid
- * false when that word is not one (the freed tag, or overwritten). */
-static size_t recorded_size(const tes_page_t *page, const void *p, bool *valid) {
-  size_t bs = page->block_size;
+/* What a block's last word holds: a requested size, the freed tag, or
+ * neither (overwritten). */
+typedef enum { SIZE_RECORDED, SIZE_FREED_TAG, SIZE_OVERWRITTEN } size_word_t;
+
+/* The requested size the block's last word records (0 unless
+ * SIZE_RECORDED), in the page's layout. */
+static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *requested) {
+  const uint8_t *end = (const uint8_t *)p + page->block_size;
+  size_t word, limit, tag;
   if (page_is_large(page)) {
-    size_t requested;
-    memcpy(&requested, (const uint8_t *)p + bs - sizeof(size_t), sizeof requested);
-    *valid = requested <= bs - TES_LARGE_PADDING;
-    return *valid ? requested : 0;
+    memcpy(&word, end - sizeof word, sizeof word);
+    limit = page->block_size - TES_LARGE_PADDING;
+    tag = TES_FREED_TAG;
+  } else {
+    uint32_t word32;
+    memcpy(&word32, end - sizeof word32, sizeof word32);
+    word = word32;
+    limit = page->block_size - TES_PADDING;
+    tag = TES_FREED_TAG32;
   }
-  uint32_t requested;
-  memcpy(&requested, (const uint8_t *)p + bs - sizeof requested, sizeof requested);
-  *valid = requested <= bs - TES_PADDING;
-  return *valid ? requested : 0;
+  *requested = word <= limit ? word : 0;
+  return word <= limit ? SIZE_RECORDED : word == tag ? SIZE_FREED_TAG : SIZE_OVERWRITTEN;
 }
 
 size_t tes_secure_requested(const tes_page_t *page, const void *p) {
-  bool valid;
-  size_t requested = recorded_size(page, p, &valid);
-  return valid ? requested : page->block_size - (page_is_large(page) ? TES_LARGE_PADDING : TES_PADDING);
+  size_t requested;
+  if (recorded_size(page, p, &requested) == SIZE_RECORDED) return requested;
+  return page->block_size - (page_is_large(page) ? TES_LARGE_PADDING : TES_PADDING);
 }
 
 void tes_secure_check_padding(const tes_page_t *page, const void *p) {
-  bool valid;
-  size_t requested = recorded_size(page, p, &valid);
-  bool intact;
-  if (!valid) {
-    intact = false;
-  } else if (page_is_large(page)) {
-    uintptr_t canary;
-    memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
-    intact = canary == page->keys[1];
-  } else {
-    uint32_t canary;
-    memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
-    intact = canary == (uint32_t)page->keys[1];
+  size_t requested;
+  size_word_t state = recorded_size(page, p, &requested);
+  if (state == SIZE_RECORDED) {
+    const uint8_t *at = (const uint8_t *)p + requested;
+    if (page_is_large(page)) {
+      uintptr_t canary;
+      memcpy(&canary, at, sizeof canary);
+      if (canary == page->keys[1]) return;
+    } else {
+      uint32_t canary;
+      memcpy(&canary, at, sizeof canary);
+      if (canary == (uint32_t)page->keys[1]) return;
+    }
   }
-  if (intact) return;
-  bool freed;
-  if (page_is_large(page)) {
-    size_t word;
-    memcpy(&word, (const uint8_t *)p + page->block_size - sizeof word, sizeof word);
-    freed = word == TES_FREED_TAG;
-  } else {
-    uint32_t word;
-    memcpy(&word, (const uint8_t *)p + page->block_size - sizeof word, sizeof word);
-    freed = word == TES_FREED_TAG32;
-  }
-  tes_report_error(freed ? TES_ERR_DOUBLE_FREE : TES_ERR_OVERFLOW, p, page);
+  tes_report_error(state == SIZE_FREED_TAG ? TES_ERR_DOUBLE_FREE : TES_ERR_OVERFLOW, p, page);
 }
 
 /* Frees that missed the slice table: remote frees, large blocks, pages whose
