@@ -124,9 +124,8 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
      * slice table names its page without the segment-map walk (a growing
      * buffer is realloc'ed in place many times per move). */
     tes_heap_t *table = tes_tls_heap;
-    uintptr_t slice = (uintptr_t)p >> TES_SLICE_SHIFT;
-    size_t slot = slice & (TES_SLICE_SLOTS - 1);
-    if (tes_likely(table->slice_tag[slot] == slice)) {
+    size_t slot;
+    if (tes_likely(tes_slice_hit(table, p, &slot))) {
       size_t block_size = table->slice_page[slot]->block_size;
       if (size <= block_size && size >= block_size / 2) {
         counters->realloc_in_place++;

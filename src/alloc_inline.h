@@ -12,9 +12,9 @@
  *   page->local_free, --used; ~15 instructions; only "--used == 0" (page
  *   empty or full) calls out.
  * The secure build (TES_SECURE) adds, inline: the link decode (3
- * instructions), tes_secure_arm on malloc (~8: clear the old link, canary,
- * requested size) and tes_secure_free_quick on free (~25: block-start
- * test, double-free filter, canary); when that fails, secure.c judges and
+ * instructions), tes_secure_arm on malloc (4: canary and requested size)
+ * and tes_secure_free_quick on free (~20: block-start test, double-free
+ * filter, canary); when that fails, secure.c judges and
  * reports (tail call, so the fast path saves no registers). */
 #ifndef TES_ALLOC_INLINE_H
 #define TES_ALLOC_INLINE_H
@@ -55,9 +55,8 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
 
 TES_INLINE void tes_free_inline(void *p) {
   tes_heap_t *heap = tes_tls_heap;
-  uintptr_t slice = (uintptr_t)p >> TES_SLICE_SHIFT;
-  size_t slot = slice & (TES_SLICE_SLOTS - 1);
-  if (tes_likely(heap->slice_tag[slot] == slice)) {
+  size_t slot;
+  if (tes_likely(tes_slice_hit(heap, p, &slot))) {
     /* A page of our own small/medium segment: a local free, no atomics. */
     tes_page_t *page = heap->slice_page[slot];
 #if TES_SECURE

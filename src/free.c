@@ -129,9 +129,7 @@ static TES_NOINLINE void free_checked(void *p) {
   if (atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id) {
     /* Ours, but its slice lost its slot in the table to a collision: put it
      * back, so the next frees into this page take the fast path again. */
-    uintptr_t slice = (uintptr_t)p >> TES_SLICE_SHIFT;
-    heap->slice_tag[slice & (TES_SLICE_SLOTS - 1)] = slice;
-    heap->slice_page[slice & (TES_SLICE_SLOTS - 1)] = page;
+    tes_slice_set(heap, tes_slice_of(p), page);
     tes_free_local_block(page, (tes_block_t *)p);
   } else {
     count_free(false);
@@ -159,9 +157,7 @@ void tes_free_slow(void *p) {
       tes_page_t *page = tes_page_of(seg, p);
       if (tes_likely(page->in_use && (const uint8_t *)p >= page->area)) {
         /* Take the slot back, so the next frees into this page hit it. */
-        uintptr_t slice = (uintptr_t)p >> TES_SLICE_SHIFT;
-        heap->slice_tag[slice & (TES_SLICE_SLOTS - 1)] = slice;
-        heap->slice_page[slice & (TES_SLICE_SLOTS - 1)] = page;
+        tes_slice_set(heap, tes_slice_of(p), page);
         tes_free_local_block(page, (tes_block_t *)p);
         return;
       }

@@ -214,6 +214,24 @@ struct tes_heap_s {
 };
 typedef struct tes_heap_s tes_heap_t;
 
+/* The slice table: the 64 KiB slice of p, its slot, and the lookup and
+ * update that the free fast path, realloc and the segments share. */
+TES_INLINE uintptr_t tes_slice_of(const void *p) { return (uintptr_t)p >> TES_SLICE_SHIFT; }
+TES_INLINE size_t tes_slice_slot(uintptr_t slice) { return slice & (TES_SLICE_SLOTS - 1); }
+/* Does the table hold p's slice (which proves p lies in a page of this
+ * thread's own segments; nothing at p is read)? Its page is then
+ * heap->slice_page[*slot]. */
+TES_INLINE bool tes_slice_hit(const tes_heap_t *heap, const void *p, size_t *slot) {
+  uintptr_t slice = tes_slice_of(p);
+  *slot = tes_slice_slot(slice);
+  return heap->slice_tag[*slot] == slice;
+}
+/* The slice's slot now names page (a collision may have taken it). */
+TES_INLINE void tes_slice_set(tes_heap_t *heap, uintptr_t slice, tes_page_t *page) {
+  heap->slice_tag[tes_slice_slot(slice)] = slice;
+  heap->slice_page[tes_slice_slot(slice)] = page;
+}
+
 /* ---- globals ------------------------------------------------------------- */
 extern __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec")));
 extern tes_heap_t tes_heap_empty;

@@ -216,17 +216,12 @@ tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
  * segment's block pages (not the header page) -> its page descriptor. */
 static void owned_set(tes_heap_t *heap, tes_segment_t *seg, bool present) {
   tes_heap_t *table = heap->thread_default ? heap->thread_default : heap;
-  uintptr_t first = (uintptr_t)seg >> TES_SLICE_SHIFT;
+  uintptr_t first = tes_slice_of(seg);
   unsigned per_page = 1u << (seg->page_shift - TES_SLICE_SHIFT);
   for (unsigned i = per_page; i < TES_SEGMENT_SIZE >> TES_SLICE_SHIFT; i++) {
     uintptr_t slice = first + i;
-    size_t slot = slice & (TES_SLICE_SLOTS - 1);
-    if (present) {
-      table->slice_tag[slot] = slice;
-      table->slice_page[slot] = &seg->pages[i / per_page];
-    } else if (table->slice_tag[slot] == slice) {
-      table->slice_tag[slot] = UINTPTR_MAX;
-    }
+    if (present) tes_slice_set(table, slice, &seg->pages[i / per_page]);
+    else if (table->slice_tag[tes_slice_slot(slice)] == slice) table->slice_tag[tes_slice_slot(slice)] = UINTPTR_MAX;
   }
 }
 
