@@ -47,6 +47,10 @@ static_assert(((size_t)1 << TES_MEDIUM_PAGE_SHIFT) <= ((size_t)1 << 32) && TES_M
               "offsets and block sizes below 2^32: the one-multiply block test is exact");
 
 /* ---- the reporting half of tes_secure_free_quick --------------------------- */
+typedef enum { SIZE_RECORDED, SIZE_FREED_TAG, SIZE_OVERWRITTEN } size_word_t;
+static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *requested);
+static void check_canary(const tes_page_t *page, const void *p, size_word_t state, size_t requested);
+
 bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
   size_t index;
   if (!page->in_use) { /* a retired page still in the slice table */
@@ -57,19 +61,18 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
     tes_report_error(TES_ERR_INVALID_FREE, p, page);
     return false;
   }
-  uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(uint32_t);
-  uint32_t requested;
-  memcpy(&requested, size_word, sizeof requested);
+  size_t requested;
+  size_word_t state = recorded_size(page, p, &requested);
   /* Freed before: the tag, or (a block never handed out, or whose tag a
    * stray write replaced) on one of the page's free lists. The search is
    * exact and bounded, and runs only here, off the fast path. */
-  if (requested == TES_FREED_TAG32 || tes_page_contains_free(page, (const tes_block_t *)p)) {
+  if (state == SIZE_FREED_TAG || tes_page_contains_free(page, (const tes_block_t *)p)) {
     tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
     return false;
   }
-  tes_secure_check_padding(page, p); /* an overflow is reported; the block is still freed */
+  check_canary(page, p, state, requested); /* an overflow is reported; the block is still freed */
   uint32_t tag = TES_FREED_TAG32;
-  memcpy(size_word, &tag, sizeof tag);
+  memcpy((uint8_t *)p + page->block_size - sizeof tag, &tag, sizeof tag);
   return true;
 }
 
@@ -91,10 +94,6 @@ void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
   memcpy((uint8_t *)p + requested, &page->keys[1], sizeof(uintptr_t));
   memcpy((uint8_t *)p + page->block_size - sizeof(size_t), &requested, sizeof requested);
 }
-
-/* What a block's last word holds: a requested size, the freed tag, or
- * neither (overwritten). */
-typedef enum { SIZE_RECORDED, SIZE_FREED_TAG, SIZE_OVERWRITTEN } size_word_t;
 
 /* The requested size the block's last word records (0 unless
  * SIZE_RECORDED), in the page's layout. */
@@ -122,9 +121,9 @@ size_t tes_secure_requested(const tes_page_t *page, const void *p) {
   return page->block_size - (page_is_large(page) ? TES_LARGE_PADDING : TES_PADDING);
 }
 
-void tes_secure_check_padding(const tes_page_t *page, const void *p) {
-  size_t requested;
-  size_word_t state = recorded_size(page, p, &requested);
+/* Reports an overflow (or a double free, when the size word holds the
+ * freed tag) unless the canary after the recorded size is intact. */
+static void check_canary(const tes_page_t *page, const void *p, size_word_t state, size_t requested) {
   if (state == SIZE_RECORDED) {
     const uint8_t *at = (const uint8_t *)p + requested;
     if (page_is_large(page)) {
@@ -138,6 +137,12 @@ void tes_secure_check_padding(const tes_page_t *page, const void *p) {
     }
   }
   tes_report_error(state == SIZE_FREED_TAG ? TES_ERR_DOUBLE_FREE : TES_ERR_OVERFLOW, p, page);
+}
+
+void tes_secure_check_padding(const tes_page_t *page, const void *p) {
+  size_t requested;
+  size_word_t state = recorded_size(page, p, &requested);
+  check_canary(page, p, state, requested);
 }
 
 /* Frees that missed the slice table: remote frees, large blocks, pages whose
