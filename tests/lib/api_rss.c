@@ -84,13 +84,20 @@ static long purge_delay_ms(long fallback) {
  * work the allocator does on its slow paths, not on a timer. The last pass
  * of allocations starts after the deadline, so every purge is due by then
  * even when a loaded machine lets this thread sleep far past its 5 ms (the
- * old loop slept, saw the deadline passed and stopped without that pass). */
+ * old loop slept, saw the deadline passed and stopped without that pass).
+ * The 2 MiB block is written in full: the last pass frees it fresh, so it is
+ * always cached and resident when the round's RSS is read. Untouched, it was
+ * resident only when it happened to reuse a large block's dirty memory, which
+ * swung a round's end by 2 MiB with timing (CI failed on that: 67.2 MiB in
+ * round 10 against a 66.7 limit, where round 10 usually reads 65.2). */
 static void settle(long delay_ms) {
   double until = api_now_seconds() + (double)(2 * delay_ms + 20) / 1000.0;
   for (;;) {
     bool past_deadline = api_now_seconds() >= until;
     for (int i = 0; i < 100; i++) free(malloc(64));
-    free(malloc(2 << 20));
+    char *big = malloc(2 << 20);
+    if (big) memset(big, 1, 2 << 20);
+    free(big);
     if (past_deadline) break;
     api_sleep_ms(5);
   }
