@@ -21,8 +21,24 @@
 
 #include "internal.h"
 
+#if !TES_SECURE
+/* Pop the bin's most recently freed block, or NULL. */
+TES_INLINE tes_block_t *tes_bin_pop(tes_bin_t *bin) {
+  tes_block_t *block = bin->head;
+  if (tes_likely(block != NULL)) {
+    bin->head = block->next;
+    bin->tally += TES_BIN_POP;
+  }
+  return block;
+}
+#endif
+
 TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
   if (tes_likely(size <= TES_DIRECT_MAX - TES_PADDING)) {
+#if !TES_SECURE
+    tes_block_t *recent = tes_bin_pop(heap->direct_bin[(size + 15) >> 4]);
+    if (recent != NULL) return recent;
+#endif
     tes_page_t *page = heap->direct[(size + TES_PADDING + 15) >> 4];
     tes_block_t *block = page->free;
     if (tes_likely(block != NULL)) {
@@ -39,7 +55,10 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
     /* 1 KiB < size <= 128 KiB: the class from clz, then the same pop from
      * the head page of its queue (the slow path makes that head a page
      * with a free block whenever it can). */
-    tes_page_t *page = heap->queues[tes_class_of_above_256(size)].first;
+    unsigned c = tes_class_of_above_256(size);
+    tes_block_t *recent = tes_bin_pop(&heap->bins[c]);
+    if (recent != NULL) return recent;
+    tes_page_t *page = heap->queues[c].first;
     if (tes_likely(page != NULL)) {
       tes_block_t *block = page->free;
       if (tes_likely(block != NULL)) {
@@ -51,6 +70,26 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
   }
 #endif
   return tes_heap_malloc_generic(heap, size, false);
+}
+
+/* A block of a page this thread owns: into the page's heap's bin while it
+ * has room, else onto the page's local free list. */
+TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
+#if !TES_SECURE
+  tes_bin_t *bin = page->bin;
+  /* The room byte read on its own (little-endian low byte of tally): GCC
+   * then tests it in memory and decrements tally with one instruction,
+   * instead of loading, testing, decrementing and storing the word. */
+  if (tes_likely(__atomic_load_n((const uint8_t *)&bin->tally, __ATOMIC_RELAXED) != 0)) {
+    block->next = bin->head;
+    bin->head = block;
+    bin->tally--;
+    return;
+  }
+#endif
+  tes_block_set_next(page, block, page->local_free);
+  page->local_free = block;
+  if (tes_unlikely(--page->used == 0)) tes_page_free_event(page);
 }
 
 TES_INLINE void tes_free_inline(void *p) {
@@ -65,10 +104,7 @@ TES_INLINE void tes_free_inline(void *p) {
       return;
     }
 #endif
-    tes_block_t *block = (tes_block_t *)p;
-    tes_block_set_next(page, block, page->local_free);
-    page->local_free = block;
-    if (tes_unlikely(--page->used == 0)) tes_page_free_event(page);
+    tes_free_owned(page, (tes_block_t *)p);
   } else {
     tes_free_slow(p); /* NULL, foreign, remote, large, not in the table */
   }

@@ -14,7 +14,7 @@
  *                the page's heap (abandon/delete), so page->heap stays valid
  *                while a remote thread uses it.
  * No locks; the only atomics are the CASes on remote frees. */
-#include "internal.h"
+#include "alloc_inline.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -158,7 +158,7 @@ void tes_free_slow(void *p) {
       if (tes_likely(page->in_use && (const uint8_t *)p >= page->area)) {
         /* Take the slot back, so the next frees into this page hit it. */
         tes_slice_set(heap, tes_slice_of(p), page);
-        tes_free_local_block(page, (tes_block_t *)p);
+        tes_free_owned(page, (tes_block_t *)p);
         return;
       }
     }

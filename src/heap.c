@@ -35,8 +35,55 @@ static void class_direct_range(unsigned c, size_t *lo, size_t *hi) {
   if (*hi > TES_DIRECT_COUNT - 1) *hi = TES_DIRECT_COUNT - 1;
 }
 
+/* ---- bins (default build) --------------------------------------------------- */
+tes_bin_t tes_bin_closed; /* room 0 for ever: retired, abandoned and secure pages */
+
+/* Blocks a bin of class c may hold: 32 KiB worth, at least one and at most
+ * 64, so all bins of a heap pin well under 2 MiB even when full. */
+static uint32_t bin_limit(unsigned c) {
+  size_t n = ((size_t)32 << 10) / tes_class_size(c);
+  return n < 1 ? 1 : n > 64 ? 64 : (uint32_t)n;
+}
+
+static void bins_reset(tes_heap_t *heap) {
+  for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct_bin[i] = &heap->bins[TES_DIRECT_CLASS_EXPR(i)];
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    tes_bin_t *bin = &heap->bins[c];
+    bin->head = NULL;
+    bin->limit = TES_SECURE ? 0 : bin_limit(c);
+    bin->tally = bin->limit;
+  }
+}
+
+/* Fold the bins' traffic into the heap's counters: every pop was a malloc
+ * and a free of its class that no page saw; `dropped` blocks still in a bin
+ * (tes_heap_free_all) were freed too. */
+static void bins_fold(tes_heap_t *heap, bool dropped) {
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    tes_bin_t *bin = &heap->bins[c];
+    heap->counters.class_allocs[c] += tes_bin_pops(bin);
+    heap->counters.class_local_frees[c] += tes_bin_pops(bin) + (dropped ? tes_bin_held(bin) : 0);
+    bin->tally &= TES_BIN_ROOM_MASK;
+  }
+}
+
+/* Give every block in the heap's bins back to its page (which may retire). */
+static void bins_flush(tes_heap_t *heap) {
+  bins_fold(heap, false);
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    tes_bin_t *bin = &heap->bins[c];
+    while (bin->head != NULL) {
+      tes_block_t *block = bin->head;
+      bin->head = block->next;
+      bin->tally++;
+      tes_free_local_block(tes_page_of(tes_segment_of(block), block), block);
+    }
+  }
+}
+
 void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default) {
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct[i] = &tes_page_empty;
+  bins_reset(heap);
   for (size_t i = 0; i < TES_SLICE_SLOTS; i++) heap->slice_tag[i] = UINTPTR_MAX;
   heap->thread_id = thread_id;
   heap->thread_default = thread_default ? thread_default : heap;
@@ -287,6 +334,9 @@ static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c) {
   if (page == NULL) return NULL;
   tes_page_init(page, tes_segment_of(page), c, bs);
   atomic_store_explicit(&page->heap, heap, memory_order_release);
+#if !TES_SECURE
+  page->bin = &heap->bins[c];
+#endif
   tes_page_extend(page);
   class_push_back(heap, page);
   return page;
@@ -407,6 +457,7 @@ void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, b
 /* ---- collection -------------------------------------------------------------- */
 void tes_heap_collect(tes_heap_t *heap, bool force) {
   if (heap->is_static) return;
+  bins_flush(heap);
   tes_heap_process_delayed(heap);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     tes_page_t *page = heap->queues[c].first;
@@ -462,6 +513,9 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
     tes_page_t *page = &seg->pages[i];
     if (!page->in_use) continue;
     atomic_store_explicit(&page->heap, heap, memory_order_release);
+#if !TES_SECURE
+    page->bin = &heap->bins[page->class_index];
+#endif
     page->next = page->prev = NULL;
     tes_page_collect(page);
     if (tes_page_live(page) == 0) {
@@ -481,7 +535,12 @@ void tes_heap_abandon(tes_heap_t *heap) {
   while (heap->segments != NULL) {
     tes_segment_t *seg = heap->segments;
     tes_segment_unlink(heap, seg);
-    for (uint32_t i = 1; i < seg->page_count; i++) atomic_store(&seg->pages[i].heap, NULL);
+    for (uint32_t i = 1; i < seg->page_count; i++) {
+      atomic_store(&seg->pages[i].heap, NULL);
+#if !TES_SECURE
+      seg->pages[i].bin = &tes_bin_closed; /* the heap struct goes back to the pool */
+#endif
+    }
     seg->heap = NULL;
     atomic_store_explicit(&seg->thread_id, TES_TID_SHARED, memory_order_release);
     tes_abandoned_push(seg);
@@ -505,6 +564,8 @@ void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to) {
 void tes_heap_free_all(tes_heap_t *heap) {
   heap_stop_delayed(heap);
   atomic_store(&heap->delayed_free, NULL);
+  bins_fold(heap, true);
+  bins_reset(heap);
   /* Fold statistics first: the dropped blocks stay counted as allocated. */
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
     for (tes_page_t *p = heap->queues[c].first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
@@ -519,6 +580,9 @@ void tes_heap_free_all(tes_heap_t *heap) {
       page->in_use = 0;
       page->in_full = 0;
       page->pinned = 0;
+#if !TES_SECURE
+      page->bin = &tes_bin_closed;
+#endif
       seg->free_mask |= (uint64_t)1 << i;
     }
     seg->used_pages = 0;

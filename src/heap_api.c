@@ -71,6 +71,20 @@ static void mark_list(const tes_page_t *page, const tes_block_t *b, uint8_t *fre
   }
 }
 
+#if !TES_SECURE
+/* Blocks of this page waiting in its heap's bin (the bin mixes pages). */
+static void mark_bin(const tes_page_t *page, uint8_t *free_map) {
+  const tes_bin_t *bin = page->bin;
+  const uint8_t *lo = page->area, *hi = lo + (size_t)page->capacity * page->block_size;
+  const tes_block_t *b = bin->head;
+  for (uint32_t n = 0; b != NULL && n < bin->limit; n++, b = b->next) { /* bounded: a racing list */
+    if ((const uint8_t *)b < lo || (const uint8_t *)b >= hi) continue;
+    size_t i = (size_t)((const uint8_t *)b - lo) / page->block_size;
+    free_map[i >> 3] |= (uint8_t)(1u << (i & 7));
+  }
+}
+#endif
+
 /* Visit the live blocks of one page; false when the visitor stopped. */
 static bool visit_page(const tes_page_t *page, tes_block_visitor_t *visit, void *arg) {
   uint8_t free_map[MAX_PAGE_BLOCKS / 8];
@@ -81,6 +95,9 @@ static bool visit_page(const tes_page_t *page, tes_block_visitor_t *visit, void 
   mark_list(page, page->local_free, free_map);
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   mark_list(page, (const tes_block_t *)(tf & ~TES_TF_MASK), free_map);
+#if !TES_SECURE
+  mark_bin(page, free_map);
+#endif
   tes_block_info_t info;
   info.usable_size = page->block_size - TES_PADDING;
   info.size_class = page->class_index;

@@ -25,6 +25,7 @@ __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec"))) = &
 
 tes_heap_t tes_heap_empty = {
     .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
+    .direct_bin = {[0 ... TES_DIRECT_COUNT - 1] = &tes_heap_empty.bins[0]}, /* empty, room 0 */
     .slice_tag = {[0 ... TES_SLICE_SLOTS - 1] = UINTPTR_MAX},
     .thread_id = TES_TID_NONE,
     .is_static = true,
@@ -35,6 +36,7 @@ tes_heap_t tes_heap_empty = {
  * not create one just to count itself. */
 tes_heap_t tes_heap_exited = {
     .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
+    .direct_bin = {[0 ... TES_DIRECT_COUNT - 1] = &tes_heap_exited.bins[0]}, /* empty, room 0 */
     .slice_tag = {[0 ... TES_SLICE_SLOTS - 1] = UINTPTR_MAX},
     .thread_id = TES_TID_NONE,
     .is_static = true,

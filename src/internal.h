@@ -121,7 +121,10 @@ struct tes_page_s {
   uint32_t reserved;           /* blocks that fit in the page */
   size_t block_size;
   uint8_t *area;               /* first block */
-  uintptr_t keys[2];           /* secure build: link keys; keys[1] is also the canary */
+  union {
+    uintptr_t keys[2];         /* secure build: link keys; keys[1] is also the canary */
+    struct tes_bin_s *bin;     /* default build: the owner heap's bin of this class */
+  };
   tes_page_t *next, *prev;     /* class queue, full queue or purge list */
   uint64_t installed;          /* blocks ever placed on `free` (stats) */
   uint64_t remote_collected;   /* remote frees collected (stats) */
@@ -181,11 +184,39 @@ typedef struct tes_counters_s {
   uint64_t class_remote_collected[TES_CLASS_COUNT];
 } tes_counters_t;
 
+/* ---- bins ------------------------------------------------------------------ */
+/* A heap's bin of one class (default build only): the blocks its thread
+ * freed last, reused last-in first-out before any page's free list. Pages
+ * hand back blocks in page order, so a block freed now comes back only after
+ * its page's turn comes round again, long out of cache; the bin hands it back
+ * at the next malloc of its class, still in L1 (tcmalloc's thread cache does
+ * the same). Blocks in a bin stay counted in their page's `used`, so a bin
+ * pins at most `limit` blocks (tes_bin_limit) and is flushed back to its
+ * pages on collect, trim, heap detach and thread exit. `room` counts down
+ * on a push, so the free fast path tests one byte. */
+typedef struct tes_bin_s {
+  tes_block_t *head;
+  /* Pops above TES_BIN_ROOM_BITS, room (pushes left) below: a pop adds
+   * TES_BIN_POP, one instruction for both counts. */
+  uint64_t tally;
+  uint32_t limit;              /* room when empty (at most 64) */
+} tes_bin_t;
+#define TES_BIN_ROOM_BITS 8
+#define TES_BIN_ROOM_MASK (((uint64_t)1 << TES_BIN_ROOM_BITS) - 1)
+#define TES_BIN_POP (((uint64_t)1 << TES_BIN_ROOM_BITS) + 1)
+static inline uint32_t tes_bin_held(const tes_bin_t *bin) {
+  return bin->limit - (uint32_t)(bin->tally & TES_BIN_ROOM_MASK);
+}
+static inline uint64_t tes_bin_pops(const tes_bin_t *bin) { return bin->tally >> TES_BIN_ROOM_BITS; }
+extern tes_bin_t tes_bin_closed; /* room 0: pages no bin may take blocks of */
+
 /* ---- heap ------------------------------------------------------------------ */
 #define TES_SLICE_SHIFT 16 /* 64 KiB slices */
 #define TES_SLICE_SLOTS 1024
 struct tes_heap_s {
   tes_page_t *direct[TES_DIRECT_COUNT]; /* fast path: size -> page with free blocks */
+  tes_bin_t *direct_bin[TES_DIRECT_COUNT]; /* default build: size -> its class's bin */
+  tes_bin_t bins[TES_CLASS_COUNT];      /* default build: recently freed blocks per class */
   /* Free fast path: the 64 KiB slices of the block areas of segments this
    * thread owns, direct-mapped by (address >> 16) % 1024: slice_tag holds the
    * slice number, slice_page its page. Kept only in a thread's default heap

@@ -37,7 +37,8 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
 #if TES_SECURE
   tes_secure_page_init(page);
 #else
-  page->keys[0] = page->keys[1] = 0;
+  page->keys[1] = 0;
+  page->bin = &tes_bin_closed; /* (aliases keys[0]) until a heap takes the page */
 #endif
   if (page->purged) {
     page->purged = 0;

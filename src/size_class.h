@@ -42,6 +42,13 @@ static_assert(TES_CLASS_COUNT <= 128, "fits tes_stats_t.class_* arrays");
 
 extern const uint32_t tes_class_sizes[TES_CLASS_COUNT];
 
+/* The class of direct-table index i = (size + 15) / 16, as a constant
+ * expression (tes_class_of(16 * i), for tables built at compile time). */
+#define TES_CLASS_ABOVE_256_EXPR(s)                                               \
+  (16u + (63u - (unsigned)__builtin_clzl((s)-1) - 8u) * 4u +                      \
+   (unsigned)((((s)-1) >> (63u - (unsigned)__builtin_clzl((s)-1) - 2u)) & 3u))
+#define TES_DIRECT_CLASS_EXPR(i) ((i) <= 1 ? 0u : (i) <= 16 ? (unsigned)(i)-1 : TES_CLASS_ABOVE_256_EXPR((size_t)(i)*16))
+
 /* The smallest class whose block holds `size` bytes (size <= TES_MEDIUM_BLOCK_MAX). */
 /* The same for 256 < size <= TES_MEDIUM_BLOCK_MAX (the medium fast path). */
 static inline unsigned tes_class_of_above_256(size_t size) {

@@ -66,11 +66,24 @@ static void compute(tes_stats_t *out) {
   add_counters(&total, &retired);
   tes_unlock(&tes_stats_lock);
   add_counters(&total, &tes_orphan_counters);
+  /* Bins (default build): a pop is a malloc and a free no page saw; a block
+   * still in a bin was freed, and its page counts it as live. */
+  int64_t binned_bytes = 0;
   tes_heaps_lock();
-  for (tes_heap_t *h = tes_heaps_all; h != NULL; h = h->all_next) add_counters(&total, &h->counters);
+  for (tes_heap_t *h = tes_heaps_all; h != NULL; h = h->all_next) {
+    add_counters(&total, &h->counters);
+    for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+      const tes_bin_t *bin = &h->bins[c];
+      uint32_t held = tes_bin_held(bin);
+      total.class_allocs[c] += tes_bin_pops(bin);
+      total.class_local_frees[c] += tes_bin_pops(bin) + held;
+      out->class_live_blocks[c] -= held;
+      binned_bytes += (int64_t)held * (int64_t)tes_class_size(c);
+    }
+  }
   tes_heaps_unlock();
 
-  int64_t small_in_use = 0;
+  int64_t small_in_use = -binned_bytes;
   tes_segments_lock();
   for (tes_segment_t *seg = tes_segments_all; seg != NULL; seg = seg->all_next) {
     for (uint32_t i = 1; i < seg->page_count; i++) {

@@ -84,5 +84,13 @@ int main(void) {
           page->block_size, want);
   }
   tes_heap_destroy(heap);
+  /* The compile-time class of each direct index (the heaps' bin table)
+   * agrees with tes_class_of for every size that index covers. */
+  for (size_t size = 0; size <= TES_DIRECT_MAX; size++) {
+    size_t i = (size + 15) / 16;
+    CHECK(TES_DIRECT_CLASS_EXPR(i) == tes_class_of(size == 0 ? 1 : size),
+          "direct index %zu (size %zu): class %u, tes_class_of says %u", i, size, TES_DIRECT_CLASS_EXPR(i),
+          tes_class_of(size == 0 ? 1 : size));
+  }
   return unit_finish("unit_size_class");
 }

@@ -1,0 +1,190 @@
+/* unit_bin.c — the per-class bins of recently freed blocks (heap.c,
+ * alloc_inline.h): an owner's free goes to its heap's bin while the bin has
+ * room and the next malloc of the class takes it back last-in first-out; the
+ * block stays counted in its page; a full bin sends frees to the page;
+ * collect, heap delete/destroy and thread exit empty the bins; statistics
+ * and the live-block walk see binned blocks as freed; a page that leaves
+ * use closes its bin pointer; blocks of a first-class heap go to that heap's
+ * bin. */
+#include "unit_common.h"
+
+#include "internal.h"
+
+#include <pthread.h>
+#include <string.h>
+
+static tes_bin_t *bin_of(tes_heap_t *heap, size_t size) { return &heap->bins[tes_class_of(size)]; }
+
+static tes_page_t *page_of(void *p) { return tes_page_of(tes_segment_of(p), p); }
+
+typedef struct {
+  const void *skip[8];
+  size_t skips, seen, class_blocks;
+  unsigned class_index;
+} walk_t;
+
+static bool count_blocks(const tes_block_info_t *info, void *arg) {
+  walk_t *w = arg;
+  for (size_t i = 0; i < w->skips; i++)
+    if (info->address == w->skip[i]) w->seen++;
+  if (info->size_class == w->class_index) w->class_blocks++;
+  return true;
+}
+
+static void *thread_fills_its_bin(void *arg) {
+  (void)arg;
+  void *p[10];
+  for (int i = 0; i < 10; i++) p[i] = tes_malloc(200);
+  for (int i = 0; i < 10; i++) tes_free(p[i]);
+  return (void *)(uintptr_t)tes_bin_held(bin_of(tes_tls_heap, 200));
+}
+
+int main(void) {
+  tes_collect(true);
+  void *warm = tes_malloc(100);
+  tes_free(warm);
+  tes_heap_t *heap = tes_tls_heap;
+  REQUIRE(!heap->is_static, "no thread heap after the first malloc");
+  tes_bin_t *bin = bin_of(heap, 100);
+
+  /* Limits: 32 KiB worth of blocks, between 1 and 64. */
+  CHECK(heap->bins[0].limit == 64, "16-byte bin limit %u", heap->bins[0].limit);
+  CHECK(bin_of(heap, 8192)->limit == 4, "8 KiB bin limit %u", bin_of(heap, 8192)->limit);
+  CHECK(heap->bins[TES_CLASS_COUNT - 1].limit == 1, "128 KiB bin limit %u", heap->bins[TES_CLASS_COUNT - 1].limit);
+
+  /* Last in, first out; the page keeps counting the binned block as used. */
+  tes_collect(false);
+  CHECK(tes_bin_held(bin) == 0 && bin->head == NULL, "collect left %u blocks in the bin", tes_bin_held(bin));
+  void *a = tes_malloc(100), *b = tes_malloc(100), *c = tes_malloc(100);
+  tes_page_t *page = page_of(a);
+  uint32_t used = page->used;
+  tes_free(a);
+  tes_free(b);
+  tes_free(c);
+  CHECK(tes_bin_held(bin) == 3 && bin->head == c, "bin holds %u, head %p (want 3, %p)", tes_bin_held(bin),
+        (void *)bin->head, c);
+  CHECK(page->used == used, "a binned free changed the page's used count %u -> %u", used, page->used);
+  void *c2 = tes_malloc(100), *b2 = tes_malloc(100), *a2 = tes_malloc(100);
+  CHECK(c2 == c && b2 == b && a2 == a, "not LIFO: %p %p %p for %p %p %p", c2, b2, a2, c, b, a);
+  CHECK(tes_bin_held(bin) == 0, "bin not empty after three pops: %u", tes_bin_held(bin));
+  /* Any size of the class hits the same bin (direct table: 97..112 bytes). */
+  tes_free(a2);
+  CHECK(tes_malloc(97) == a2, "a 97-byte request missed the 112-byte class's bin");
+  tes_free(a2);
+  tes_free(b2);
+  tes_free(c2);
+
+  /* A full bin sends the rest to the pages. */
+  tes_collect(false);
+  enum { N = 100 };
+  void *blocks[N];
+  for (int i = 0; i < N; i++) blocks[i] = tes_malloc(100);
+  for (int i = 0; i < N; i++) tes_free(blocks[i]);
+  CHECK(tes_bin_held(bin) == bin->limit, "full bin holds %u of %u", tes_bin_held(bin), bin->limit);
+  size_t on_pages = 0;
+  for (int i = 0; i < N; i++) {
+    tes_page_t *pg = page_of(blocks[i]);
+    for (tes_block_t *f = pg->local_free; f != NULL; f = f->next)
+      if (f == blocks[i]) on_pages++;
+  }
+  CHECK(on_pages == N - bin->limit, "%zu frees reached the pages, want %u", on_pages, N - bin->limit);
+
+  /* Collect empties the bins into the pages; empty pages then retire (a
+   * live block of another class keeps the segment, so `page` stays mapped). */
+  void *keeper = tes_malloc(40);
+  REQUIRE(tes_segment_of(keeper) == tes_segment_of(page), "the 40-byte block went to another segment");
+  tes_collect(false);
+  CHECK(tes_bin_held(bin) == 0, "collect left %u blocks", tes_bin_held(bin));
+  CHECK(!page->in_use, "the emptied page is still in use after collect");
+  CHECK(page->bin == &tes_bin_closed, "a retired page still points at a bin");
+
+  /* Statistics count binned traffic as calls and binned blocks as free. */
+  tes_stats_t s0, s1;
+  void *hold = tes_malloc(100); /* keeps a page of the class in use */
+  tes_stats_get(&s0);
+  for (int i = 0; i < 1000; i++) tes_free(tes_malloc(100));
+  for (int i = 0; i < 10; i++) blocks[i] = tes_malloc(100);
+  for (int i = 0; i < 10; i++) tes_free(blocks[i]);
+  tes_stats_get(&s1);
+  unsigned cls = tes_class_of(100);
+  CHECK(s1.malloc_calls - s0.malloc_calls == 1010, "malloc_calls +%llu, want 1010",
+        (unsigned long long)(s1.malloc_calls - s0.malloc_calls));
+  CHECK(s1.free_calls - s0.free_calls == 1010, "free_calls +%llu, want 1010",
+        (unsigned long long)(s1.free_calls - s0.free_calls));
+  CHECK(s1.class_malloc_calls[cls] - s0.class_malloc_calls[cls] == 1010, "class calls +%llu",
+        (unsigned long long)(s1.class_malloc_calls[cls] - s0.class_malloc_calls[cls]));
+  CHECK(s1.class_live_blocks[cls] == s0.class_live_blocks[cls], "live blocks %lld -> %lld",
+        (long long)s0.class_live_blocks[cls], (long long)s1.class_live_blocks[cls]);
+  CHECK(s1.in_use.current == s0.in_use.current, "in use %lld -> %lld", (long long)s0.in_use.current,
+        (long long)s1.in_use.current);
+  tes_free(hold);
+  tes_free(keeper);
+
+  /* Medium classes have bins too (limit 1 for 128 KiB blocks). */
+  void *m = tes_malloc(20000);
+  tes_free(m);
+  CHECK(tes_malloc(20000) == m, "a medium block did not come back from its bin");
+  void *big1 = tes_malloc(120000), *big2 = tes_malloc(120000);
+  tes_free(big1);
+  tes_free(big2); /* the bin already holds big1: big2 goes to its page */
+  CHECK(bin_of(heap, 120000)->head == big1 && tes_bin_held(bin_of(heap, 120000)) == 1, "128 KiB bin");
+  tes_free(m);
+  tes_collect(false);
+
+  /* A first-class heap's blocks go to its own bins, and the walk skips them. */
+  tes_heap_t *fc = tes_heap_new();
+  REQUIRE(fc != NULL, "tes_heap_new");
+  void *x[5];
+  for (int i = 0; i < 5; i++) x[i] = tes_heap_malloc(fc, 300);
+  uint32_t default_held = tes_bin_held(bin_of(heap, 300));
+  tes_free(x[3]);
+  tes_free(x[4]);
+  CHECK(tes_bin_held(bin_of(fc, 300)) == 2, "first-class heap's bin holds %u", tes_bin_held(bin_of(fc, 300)));
+  CHECK(tes_bin_held(bin_of(heap, 300)) == default_held, "the default heap's bin took a first-class block");
+  walk_t w = {.skip = {x[3], x[4]}, .skips = 2, .class_index = tes_class_of(300)};
+  tes_heap_visit(fc, count_blocks, &w);
+  CHECK(w.seen == 0 && w.class_blocks == 3, "walk saw %zu binned blocks and %zu live, want 0 and 3", w.seen,
+        w.class_blocks);
+  void *from_default = tes_malloc(300);
+  CHECK(from_default != x[4] && from_default != x[3], "the default heap handed out a first-class heap's block");
+  tes_free(from_default);
+  CHECK(tes_heap_malloc(fc, 300) == x[4], "the first-class heap did not reuse its binned block");
+  /* Delete moves the pages to the default heap after emptying the bins. */
+  tes_heap_delete(fc);
+  memset(&w, 0, sizeof w);
+  w.skip[0] = x[3];
+  w.skips = 1;
+  w.class_index = tes_class_of(300);
+  tes_heap_visit(NULL, count_blocks, &w);
+  CHECK(w.seen == 0, "a block freed into a deleted heap's bin is listed as live");
+  for (int i = 0; i < 3; i++) tes_free(x[i]);
+  tes_free(x[4]);
+
+  /* Destroy drops binned blocks with the rest, counting them as freed. */
+  tes_heap_t *fd = tes_heap_new();
+  REQUIRE(fd != NULL, "tes_heap_new");
+  tes_stats_get(&s0);
+  for (int i = 0; i < 4; i++) x[i] = tes_heap_malloc(fd, 64);
+  tes_free(x[0]);
+  tes_free(x[1]);
+  tes_heap_destroy(fd);
+  tes_stats_get(&s1);
+  CHECK(s1.malloc_calls - s0.malloc_calls == 4 && s1.free_calls - s0.free_calls == 2,
+        "destroy with binned blocks: +%llu mallocs, +%llu frees (want 4, 2)",
+        (unsigned long long)(s1.malloc_calls - s0.malloc_calls), (unsigned long long)(s1.free_calls - s0.free_calls));
+
+  /* A thread's bins are emptied when it exits: its blocks are not live. */
+  tes_stats_get(&s0);
+  pthread_t t;
+  void *held = NULL;
+  REQUIRE(pthread_create(&t, NULL, thread_fills_its_bin, NULL) == 0, "pthread_create");
+  pthread_join(t, &held);
+  tes_stats_get(&s1);
+  unsigned c200 = tes_class_of(200);
+  CHECK((uintptr_t)held == 10, "the thread's bin held %lu blocks before exit, want 10", (unsigned long)(uintptr_t)held);
+  CHECK(s1.class_live_blocks[c200] == s0.class_live_blocks[c200], "after thread exit live %lld -> %lld",
+        (long long)s0.class_live_blocks[c200], (long long)s1.class_live_blocks[c200]);
+  CHECK(s1.free_calls - s0.free_calls == 10, "thread's frees counted %llu, want 10",
+        (unsigned long long)(s1.free_calls - s0.free_calls));
+  return unit_finish("unit_bin");
+}
