@@ -46,6 +46,7 @@ static uint32_t bin_limit(unsigned c) {
 }
 
 static void bins_reset(tes_heap_t *heap) {
+  heap->bins_due = 0;
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct_bin[i] = &heap->bins[TES_DIRECT_CLASS_EXPR(i)];
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     tes_bin_t *bin = &heap->bins[c];
@@ -245,9 +246,20 @@ void tes_heap_purge_due(tes_heap_t *heap) {
   if (heap->purge.first->purge_expire <= now) purge_expired(heap, now, false);
 }
 
-/* Work deferred to slow paths: remote frees into full pages, due purges. */
+/* Work deferred to slow paths: remote frees into full pages, due purges,
+ * and once per purge delay the bins: a block left in a bin keeps its page in
+ * use, so a class the program stopped using would pin a page for good
+ * (a 512 KiB one for a medium class) instead of letting it retire and be
+ * purged. The busy bins refill at once. */
 static void heap_deferred(tes_heap_t *heap) {
   if (atomic_load_explicit(&heap->delayed_free, memory_order_relaxed) != NULL) tes_heap_process_delayed(heap);
+#if !TES_SECURE
+  int64_t now = tes_os_clock_ms();
+  if (now >= heap->bins_due) {
+    bins_flush(heap);
+    heap->bins_due = now + tes_opt(TES_OPTION_PURGE_DELAY_MS);
+  }
+#endif
   tes_heap_purge_due(heap);
   if ((++heap->slow_count & 7) == 0) tes_cache_purge(false);
 }

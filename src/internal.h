@@ -232,6 +232,7 @@ struct tes_heap_s {
   tes_segment_t *free_segments[2];      /* segments with a free page, per kind */
   tes_page_queue_t purge;              /* retired pages in expiry order */
   uint64_t slow_count;
+  int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
   struct tes_heap_s *all_next, *all_prev; /* every heap in the process */
   struct tes_heap_s *thread_default;    /* the creating thread's default heap */
   bool is_default;

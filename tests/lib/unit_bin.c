@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 static tes_bin_t *bin_of(tes_heap_t *heap, size_t size) { return &heap->bins[tes_class_of(size)]; }
 
@@ -129,6 +130,31 @@ int main(void) {
   tes_free(big2); /* the bin already holds big1: big2 goes to its page */
   CHECK(bin_of(heap, 120000)->head == big1 && tes_bin_held(bin_of(heap, 120000)) == 1, "128 KiB bin");
   tes_free(m);
+  tes_collect(false);
+
+  /* A slow path empties the bins once per purge delay, so a class the
+   * program stopped using does not keep its page: here a 40 KiB block, alone
+   * in its 512 KiB page, goes back to the page, which is then empty (as the
+   * head of its class it retires at the next collect, as before bins). */
+  long delay = tes_option_get(TES_OPTION_PURGE_DELAY_MS);
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 5) == 0, "purge delay");
+  void *lone = tes_malloc(40000);
+  tes_page_t *lone_page = page_of(lone);
+  void *other = tes_malloc(30000); /* another medium class: its page keeps the segment */
+  tes_free(lone);
+  CHECK(tes_bin_held(bin_of(heap, 40000)) == 1 && lone_page->in_use, "the 40 KiB block is not in its bin");
+  /* Past the due time the last flush set (with the delay then in force). */
+  struct timespec nap = {0, (delay + 20) * 1000 * 1000};
+  nanosleep(&nap, NULL);
+  void *slow[64];
+  size_t n_slow = 0;
+  while (tes_bin_held(bin_of(heap, 40000)) != 0 && n_slow < 64) slow[n_slow++] = tes_malloc(3000); /* slow paths */
+  CHECK(tes_bin_held(bin_of(heap, 40000)) == 0, "bins not emptied by %zu slow-path allocations after the delay",
+        n_slow);
+  CHECK(tes_page_live(lone_page) == 0, "the 512 KiB page still has %u live blocks", tes_page_live(lone_page));
+  for (size_t i = 0; i < n_slow; i++) tes_free(slow[i]);
+  tes_free(other);
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, delay) == 0, "purge delay back");
   tes_collect(false);
 
   /* A first-class heap's blocks go to its own bins, and the walk skips them. */
