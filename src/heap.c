@@ -328,19 +328,26 @@ void tes_heap_process_delayed(tes_heap_t *heap) {
 }
 
 /* ---- the malloc slow path ---------------------------------------------------- */
-static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c) {
+/* A new page of class c for the heap; NULL when out of memory, or (with
+ * *rescan set) when adopting abandoned segments brought pages of class c,
+ * which the caller scans first. */
+static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c, bool adopt, bool *rescan) {
   size_t bs = tes_class_size(c);
   tes_segment_kind_t kind = bs <= TES_SMALL_BLOCK_MAX ? TES_SEG_SMALL : TES_SEG_MEDIUM;
   /* Reuse memory of exited threads before carving more pages, even when this
    * heap still has free segments of its own: an abandoned segment has no
    * owner to collect its remote frees or purge it, so until someone adopts
    * it, whatever it holds stays resident. */
-  for (int tries = 0; tries < 2; tries++) {
+  *rescan = false;
+  for (int tries = 0; adopt && tries < 2; tries++) {
     tes_segment_t *seg = tes_abandoned_pop();
     if (seg == NULL) break;
     tes_heap_adopt_segment(heap, seg);
     tes_stats_heap_reclaimed();
-    if (heap->queues[c].first != NULL) return NULL; /* adopted pages of this class: rescan */
+    if (heap->queues[c].first != NULL) {
+      *rescan = true;
+      return NULL;
+    }
   }
   tes_page_t *page = tes_segment_page_alloc(heap, kind);
   if (page == NULL) return NULL;
@@ -354,9 +361,15 @@ static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c) {
   return page;
 }
 
-/* A page of class c with a free block, at the head of its queue; NULL = OOM. */
+/* A page of class c with a free block, at the head of its queue; NULL = OOM.
+ * The first rounds may adopt abandoned segments; the last one only carves a
+ * page of our own, so pages of class c that arrive full with adopted
+ * segments cannot make a malloc fail while memory is left (before, four
+ * rounds of adoptions that brought only full pages returned NULL: 1 run in
+ * 20 of larson with 8 threads). */
+#define FIND_PAGE_ADOPT_ROUNDS 4
 static tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
-  for (int round = 0; round < 4; round++) {
+  for (int round = 0;; round++) {
     tes_page_t *page = heap->queues[c].first;
     while (page != NULL) {
       tes_page_collect(page);
@@ -381,11 +394,10 @@ static tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
       if (!page_to_full(heap, page)) continue; /* retry this page */
       page = next;
     }
-    page = fresh_page(heap, c);
-    if (page != NULL) return page;
-    if (heap->queues[c].first == NULL) return NULL; /* out of memory */
+    bool rescan;
+    page = fresh_page(heap, c, round < FIND_PAGE_ADOPT_ROUNDS, &rescan);
+    if (page != NULL || !rescan) return page; /* a new page, or out of memory */
   }
-  return NULL;
 }
 
 /* Hand out the first free block of page (NULL page: out of memory), zeroed
