@@ -72,12 +72,23 @@ static void mark_list(const tes_page_t *page, const tes_block_t *b, uint8_t *fre
 }
 
 #if !TES_SECURE
-/* Blocks of this page waiting in its heap's bin (the bin mixes pages). */
+/* Blocks of this page waiting in its heap's bin (the bin mixes pages). The
+ * bin of a thread that is running changes under the walk, and a link read
+ * from a block it just handed out is the program's data: follow only
+ * 16-byte aligned links into a small/medium segment (mapped and readable
+ * while the walk holds the segment lock, or while the walker owns the heap),
+ * at most `limit` of them. */
+static bool in_small_segment(const void *p) {
+  if ((uintptr_t)p & 15) return false; /* not a block; an aligned read stays in its page */
+  uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
+  return unit < TES_SEGMAP_COUNT && __atomic_load_n(&tes_segmap[unit], __ATOMIC_ACQUIRE) == 1;
+}
+
 static void mark_bin(const tes_page_t *page, uint8_t *free_map) {
   const tes_bin_t *bin = page->bin;
   const uint8_t *lo = page->area, *hi = lo + (size_t)page->capacity * page->block_size;
   const tes_block_t *b = bin->head;
-  for (uint32_t n = 0; b != NULL && n < bin->limit; n++, b = b->next) { /* bounded: a racing list */
+  for (uint32_t n = 0; b != NULL && n < bin->limit && in_small_segment(b); n++, b = b->next) {
     if ((const uint8_t *)b < lo || (const uint8_t *)b >= hi) continue;
     size_t i = (size_t)((const uint8_t *)b - lo) / page->block_size;
     free_map[i >> 3] |= (uint8_t)(1u << (i & 7));
