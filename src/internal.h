@@ -375,7 +375,6 @@ void tes_heap_fold_page(tes_heap_t *heap, tes_page_t *page, bool reset);
 void tes_heaps_lock(void);
 void tes_heaps_unlock(void);
 extern tes_heap_t *tes_heaps_all;            /* under tes_heaps_lock */
-void tes_heaps_fork_child(tes_heap_t *survivor);
 void tes_heaps_lock_reset(void);
 
 /* ---- page.c ---------------------------------------------------------------- */
