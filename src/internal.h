@@ -191,9 +191,10 @@ typedef struct tes_counters_s {
  * its page's turn comes round again, long out of cache; the bin hands it back
  * at the next malloc of its class, still in L1 (tcmalloc's thread cache does
  * the same). Blocks in a bin stay counted in their page's `used`, so a bin
- * pins at most `limit` blocks (tes_bin_limit) and is flushed back to its
- * pages on collect, trim, heap detach and thread exit. `room` counts down
- * on a push, so the free fast path tests one byte. */
+ * pins at most `limit` blocks (32 KiB worth, heap.c's bin_limit); the bins
+ * go back to their pages on collect, trim, heap detach, thread exit and,
+ * once per purge delay, on a malloc slow path. The room left is the low
+ * byte of `tally`, so the free fast path tests one byte. */
 typedef struct tes_bin_s {
   tes_block_t *head;
   /* Pops above TES_BIN_ROOM_BITS, room (pushes left) below: a pop adds
