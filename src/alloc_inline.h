@@ -87,9 +87,7 @@ TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
     return;
   }
 #endif
-  tes_block_set_next(page, block, page->local_free);
-  page->local_free = block;
-  if (tes_unlikely(--page->used == 0)) tes_page_free_event(page);
+  tes_page_push_local(page, block);
 }
 
 TES_INLINE void tes_free_inline(void *p) {

@@ -34,11 +34,7 @@ static void count_free(bool large) {
   }
 }
 
-void tes_free_local_block(tes_page_t *page, tes_block_t *block) {
-  tes_block_set_next(page, block, page->local_free);
-  page->local_free = block;
-  if (--page->used == 0) tes_page_free_event(page);
-}
+void tes_free_local_block(tes_page_t *page, tes_block_t *block) { tes_page_push_local(page, block); }
 
 void tes_page_free_event(tes_page_t *page) {
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);

@@ -437,6 +437,13 @@ void tes_free_slow(void *p);                    /* unowned, tail unit, large, re
 void tes_free_remote(tes_page_t *page, tes_block_t *block);
 void tes_page_free_event(tes_page_t *page);     /* used reached 0 on the owner's free */
 void tes_free_local_block(tes_page_t *page, tes_block_t *block); /* owner, outside the fast path */
+/* The owner's free into the page itself: push onto local_free; an empty or
+ * full page calls out (`used` 0: see tes_page_free_event). */
+TES_INLINE void tes_page_push_local(tes_page_t *page, tes_block_t *block) {
+  tes_block_set_next(page, block, page->local_free);
+  page->local_free = block;
+  if (tes_unlikely(--page->used == 0)) tes_page_free_event(page);
+}
 tes_segment_t *tes_owned_segment(const void *p, bool report); /* validate for free/usable */
 
 /* ---- errors (free.c) ----------------------------------------------------- */
