@@ -39,21 +39,31 @@ static void class_direct_range(unsigned c, size_t *lo, size_t *hi) {
 tes_bin_t tes_bin_closed; /* room 0 for ever: retired, abandoned and secure pages */
 
 /* Blocks a bin of class c may hold: 32 KiB worth, at least one and at most
- * 64, so all bins of a heap pin well under 2 MiB even when full. */
+ * 64, so all bins of a heap pin well under 2 MiB even when full; none with
+ * TESSERA_BINS=0 (always, in the hardened build). */
 static uint32_t bin_limit(unsigned c) {
+  if (!tes_opt(TES_OPTION_BINS)) return 0;
   size_t n = ((size_t)32 << 10) / tes_class_size(c);
   return n < 1 ? 1 : n > 64 ? 64 : (uint32_t)n;
+}
+
+/* Set the limits of empty bins (the option may have changed since). */
+static void bins_set_limits(tes_heap_t *heap) {
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    tes_bin_t *bin = &heap->bins[c];
+    bin->limit = bin_limit(c);
+    bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | bin->limit;
+  }
 }
 
 static void bins_reset(tes_heap_t *heap) {
   heap->bins_due = 0;
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct_bin[i] = &heap->bins[TES_DIRECT_CLASS_EXPR(i)];
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
-    tes_bin_t *bin = &heap->bins[c];
-    bin->head = NULL;
-    bin->limit = TES_SECURE ? 0 : bin_limit(c);
-    bin->tally = bin->limit;
+    heap->bins[c].head = NULL;
+    heap->bins[c].tally = 0;
   }
+  bins_set_limits(heap);
 }
 
 /* Fold the bins' traffic into the heap's counters: every pop was a malloc
@@ -68,7 +78,8 @@ static void bins_fold(tes_heap_t *heap, bool dropped) {
   }
 }
 
-/* Give every block in the heap's bins back to its page (which may retire). */
+/* Give every block in the heap's bins back to its page (which may retire),
+ * then take the current TESSERA_BINS setting. */
 static void bins_flush(tes_heap_t *heap) {
   bins_fold(heap, false);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
@@ -80,6 +91,7 @@ static void bins_flush(tes_heap_t *heap) {
       tes_free_local_block(tes_page_of(tes_segment_of(block), block), block);
     }
   }
+  bins_set_limits(heap);
 }
 
 void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default) {

@@ -124,7 +124,8 @@ static void check_environment(void) {
       {TES_OPTION_SHOW_STATS, "2", false},       {TES_OPTION_SHOW_STATS, "yes", false},
       {TES_OPTION_VERBOSE, "7", false},          {TES_OPTION_HUGE_PAGES, "3", false},
       {TES_OPTION_PURGE_DECOMMIT, "-4", false},  {TES_OPTION_SEGMENT_CACHE, "-1", false},
-      {TES_OPTION_ABORT_ON_ERROR, "2", false},
+      {TES_OPTION_ABORT_ON_ERROR, "2", false},   {TES_OPTION_BINS, "0", true},
+      {TES_OPTION_BINS, "2", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char variable[96], assignment[192];

@@ -157,6 +157,22 @@ int main(void) {
   REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, delay) == 0, "purge delay back");
   tes_collect(false);
 
+  /* TESSERA_BINS=0 (here tes_option_set) closes the bins at their next
+   * flush: frees go to the pages, mallocs to the page lists; 1 reopens them. */
+  REQUIRE(tes_option_set(TES_OPTION_BINS, 0) == 0, "bins option");
+  tes_collect(false);
+  CHECK(bin_of(heap, 100)->limit == 0, "bins still open after TESSERA_BINS=0 and a collect");
+  void *off = tes_malloc(100);
+  tes_page_t *off_page = page_of(off);
+  uint32_t off_used = off_page->used;
+  tes_free(off);
+  CHECK(tes_bin_held(bin_of(heap, 100)) == 0 && off_page->used == off_used - 1,
+        "with bins off a free did not go to its page (held %u, used %u -> %u)", tes_bin_held(bin_of(heap, 100)),
+        off_used, off_page->used);
+  REQUIRE(tes_option_set(TES_OPTION_BINS, 1) == 0, "bins option");
+  tes_collect(false);
+  CHECK(bin_of(heap, 100)->limit == 64, "bins not reopened: limit %u", bin_of(heap, 100)->limit);
+
   /* A first-class heap's blocks go to its own bins, and the walk skips them. */
   tes_heap_t *fc = tes_heap_new();
   REQUIRE(fc != NULL, "tes_heap_new");

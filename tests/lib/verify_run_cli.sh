@@ -91,7 +91,7 @@ fi
 rc=$?
 [ $rc -eq 0 ]
 check "--help exits 0" $? "got $rc"
-for option in SHOW_STATS VERBOSE PURGE_DELAY_MS SEGMENT_CACHE HUGE_PAGES PURGE_DECOMMIT SECURE ABORT_ON_ERROR; do
+for option in SHOW_STATS VERBOSE PURGE_DELAY_MS SEGMENT_CACHE HUGE_PAGES PURGE_DECOMMIT SECURE ABORT_ON_ERROR BINS; do
   grep -Eq "^  TESSERA_$option +-?[0-9]+ +-?[0-9]+\.\.(-?[0-9]+|\(no limit\))" "$work/help"
   check "--help lists TESSERA_$option with default and range" $? "$(grep "TESSERA_$option" "$work/help")"
 done
