@@ -38,13 +38,15 @@ static void class_direct_range(unsigned c, size_t *lo, size_t *hi) {
 /* ---- bins (default build) --------------------------------------------------- */
 tes_bin_t tes_bin_closed; /* room 0 for ever: retired, abandoned and secure pages */
 
-/* Blocks a bin of class c may hold: 32 KiB worth, at least one and at most
- * 64, so all bins of a heap pin well under 2 MiB even when full; none with
- * TESSERA_BINS=0 (always, in the hardened build). */
+/* Blocks a bin of class c may hold: 256 KiB worth, at least 2 and at most
+ * 64 (all bins of a heap full at once: about 6.8 MiB, until the next flush);
+ * none with TESSERA_BINS=0 (always, in the hardened build). Less is slower
+ * where medium blocks churn: fit-large ran 1.27x the time with 128 KiB
+ * worth (at least 2), 1.52x with 32 KiB (at least 1); see PERFORMANCE.md. */
 static uint32_t bin_limit(unsigned c) {
   if (!tes_opt(TES_OPTION_BINS)) return 0;
-  size_t n = ((size_t)32 << 10) / tes_class_size(c);
-  return n < 1 ? 1 : n > 64 ? 64 : (uint32_t)n;
+  size_t n = ((size_t)256 << 10) / tes_class_size(c);
+  return n < 2 ? 2 : n > 64 ? 64 : (uint32_t)n;
 }
 
 /* Set the limits of empty bins (the option may have changed since). */

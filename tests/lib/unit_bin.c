@@ -48,10 +48,11 @@ int main(void) {
   REQUIRE(!heap->is_static, "no thread heap after the first malloc");
   tes_bin_t *bin = bin_of(heap, 100);
 
-  /* Limits: 32 KiB worth of blocks, between 1 and 64. */
+  /* Limits: 256 KiB worth of blocks, between 2 and 64. */
   CHECK(heap->bins[0].limit == 64, "16-byte bin limit %u", heap->bins[0].limit);
-  CHECK(bin_of(heap, 8192)->limit == 4, "8 KiB bin limit %u", bin_of(heap, 8192)->limit);
-  CHECK(heap->bins[TES_CLASS_COUNT - 1].limit == 1, "128 KiB bin limit %u", heap->bins[TES_CLASS_COUNT - 1].limit);
+  CHECK(bin_of(heap, 8192)->limit == 32, "8 KiB bin limit %u", bin_of(heap, 8192)->limit);
+  CHECK(bin_of(heap, 40000)->limit == 6, "40 KiB bin limit %u", bin_of(heap, 40000)->limit);
+  CHECK(heap->bins[TES_CLASS_COUNT - 1].limit == 2, "128 KiB bin limit %u", heap->bins[TES_CLASS_COUNT - 1].limit);
 
   /* Last in, first out; the page keeps counting the binned block as used. */
   tes_collect(false);
@@ -121,14 +122,15 @@ int main(void) {
   tes_free(hold);
   tes_free(keeper);
 
-  /* Medium classes have bins too (limit 1 for 128 KiB blocks). */
+  /* Medium classes have bins too (limit 2 for 128 KiB blocks). */
   void *m = tes_malloc(20000);
   tes_free(m);
   CHECK(tes_malloc(20000) == m, "a medium block did not come back from its bin");
-  void *big1 = tes_malloc(120000), *big2 = tes_malloc(120000);
+  void *big1 = tes_malloc(120000), *big2 = tes_malloc(120000), *big3 = tes_malloc(120000);
   tes_free(big1);
-  tes_free(big2); /* the bin already holds big1: big2 goes to its page */
-  CHECK(bin_of(heap, 120000)->head == big1 && tes_bin_held(bin_of(heap, 120000)) == 1, "128 KiB bin");
+  tes_free(big2);
+  tes_free(big3); /* the bin already holds two: big3 goes to its page */
+  CHECK(bin_of(heap, 120000)->head == big2 && tes_bin_held(bin_of(heap, 120000)) == 2, "128 KiB bin");
   tes_free(m);
   tes_collect(false);
 
