@@ -145,8 +145,7 @@ static TES_NOINLINE void free_checked(void *p) {
  * build keeps its full check in free_checked. */
 void tes_free_slow(void *p) {
 #if !TES_SECURE
-  uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
-  if (tes_likely(unit < TES_SEGMAP_COUNT && tes_segmap[unit] == 1)) {
+  if (tes_likely(tes_segmap_get(p) == 1)) {
     tes_segment_t *seg = tes_segment_of(p);
     tes_heap_t *heap = tes_tls_heap;
     if (tes_likely(atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id)) {

@@ -80,8 +80,7 @@ static void mark_list(const tes_page_t *page, const tes_block_t *b, uint8_t *fre
  * at most `limit` of them. */
 static bool in_small_segment(const void *p) {
   if ((uintptr_t)p & 15) return false; /* not a block; an aligned read stays in its page */
-  uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
-  return unit < TES_SEGMAP_COUNT && __atomic_load_n(&tes_segmap[unit], __ATOMIC_ACQUIRE) == 1;
+  return tes_segmap_get(p) == 1;
 }
 
 static void mark_bin(const tes_page_t *page, uint8_t *free_map) {
