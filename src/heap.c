@@ -367,9 +367,7 @@ static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c, bool adopt, bool *re
   if (page == NULL) return NULL;
   tes_page_init(page, tes_segment_of(page), c, bs);
   atomic_store_explicit(&page->heap, heap, memory_order_release);
-#if !TES_SECURE
-  page->bin = &heap->bins[c];
-#endif
+  tes_page_set_bin(page, &heap->bins[c]);
   tes_page_extend(page);
   class_push_back(heap, page);
   return page;
@@ -551,9 +549,7 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
     tes_page_t *page = &seg->pages[i];
     if (!page->in_use) continue;
     atomic_store_explicit(&page->heap, heap, memory_order_release);
-#if !TES_SECURE
-    page->bin = &heap->bins[page->class_index];
-#endif
+    tes_page_set_bin(page, &heap->bins[page->class_index]);
     page->next = page->prev = NULL;
     tes_page_collect(page);
     if (tes_page_live(page) == 0) {
@@ -575,9 +571,7 @@ void tes_heap_abandon(tes_heap_t *heap) {
     tes_segment_unlink(heap, seg);
     for (uint32_t i = 1; i < seg->page_count; i++) {
       atomic_store(&seg->pages[i].heap, NULL);
-#if !TES_SECURE
-      seg->pages[i].bin = &tes_bin_closed; /* the heap struct goes back to the pool */
-#endif
+      tes_page_set_bin(&seg->pages[i], &tes_bin_closed); /* the heap struct goes back to the pool */
     }
     seg->heap = NULL;
     atomic_store_explicit(&seg->thread_id, TES_TID_SHARED, memory_order_release);
@@ -618,9 +612,7 @@ void tes_heap_free_all(tes_heap_t *heap) {
       page->in_use = 0;
       page->in_full = 0;
       page->pinned = 0;
-#if !TES_SECURE
-      page->bin = &tes_bin_closed;
-#endif
+      tes_page_set_bin(page, &tes_bin_closed);
       seg->free_mask |= (uint64_t)1 << i;
     }
     seg->used_pages = 0;

@@ -211,6 +211,17 @@ static inline uint32_t tes_bin_held(const tes_bin_t *bin) {
 static inline uint64_t tes_bin_pops(const tes_bin_t *bin) { return bin->tally >> TES_BIN_ROOM_BITS; }
 extern tes_bin_t tes_bin_closed; /* room 0: pages no bin may take blocks of */
 
+/* Where the owner's frees into page go first: its heap's bin of its class,
+ * or tes_bin_closed for a page no heap holds. Nothing in the hardened build,
+ * whose pages keep their link keys in that word. */
+static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
+#if TES_SECURE
+  (void)page, (void)bin;
+#else
+  page->bin = bin;
+#endif
+}
+
 /* ---- heap ------------------------------------------------------------------ */
 #define TES_SLICE_SHIFT 16 /* 64 KiB slices */
 #define TES_SLICE_SLOTS 1024

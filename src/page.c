@@ -38,8 +38,8 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   tes_secure_page_init(page);
 #else
   page->keys[1] = 0;
-  page->bin = &tes_bin_closed; /* (aliases keys[0]) until a heap takes the page */
 #endif
+  tes_page_set_bin(page, &tes_bin_closed); /* until a heap takes the page */
   if (page->purged) {
     page->purged = 0;
     seg->purged_bytes -= page_size;

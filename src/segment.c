@@ -349,9 +349,8 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
   page->mem_zero = 0;
 #if TES_SECURE
   page->capacity = 0; /* no block of it passes tes_secure_free_quick's capacity test */
-#else
-  page->bin = &tes_bin_closed; /* a stray free of its blocks takes the page path */
 #endif
+  tes_page_set_bin(page, &tes_bin_closed); /* a stray free of its blocks takes the page path */
   seg->free_mask |= (uint64_t)1 << page->index;
   seg->dirty_mask |= (uint64_t)1 << page->index;
   seg->used_pages--;
