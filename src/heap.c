@@ -254,10 +254,12 @@ void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
   queue_push_back(&heap->purge, page);
 }
 
+static void purge_due_at(tes_heap_t *heap, int64_t now) {
+  if (heap->purge.first != NULL && heap->purge.first->purge_expire <= now) purge_expired(heap, now, false);
+}
+
 void tes_heap_purge_due(tes_heap_t *heap) {
-  if (heap->purge.first == NULL) return;
-  int64_t now = tes_os_clock_ms();
-  if (heap->purge.first->purge_expire <= now) purge_expired(heap, now, false);
+  if (heap->purge.first != NULL) purge_due_at(heap, tes_os_clock_ms());
 }
 
 /* Work deferred to slow paths: remote frees into full pages, due purges,
@@ -268,13 +270,15 @@ void tes_heap_purge_due(tes_heap_t *heap) {
 static void heap_deferred(tes_heap_t *heap) {
   if (atomic_load_explicit(&heap->delayed_free, memory_order_relaxed) != NULL) tes_heap_process_delayed(heap);
 #if !TES_SECURE
-  int64_t now = tes_os_clock_ms();
+  int64_t now = tes_os_clock_ms(); /* one clock read for the bins and the purges */
   if (now >= heap->bins_due) {
     bins_flush(heap);
     heap->bins_due = now + tes_opt(TES_OPTION_PURGE_DELAY_MS);
   }
-#endif
+  purge_due_at(heap, now);
+#else
   tes_heap_purge_due(heap);
+#endif
   if ((++heap->slow_count & 7) == 0) tes_cache_purge(false);
 }
 
