@@ -33,42 +33,45 @@ TES_INLINE tes_block_t *tes_bin_pop(tes_bin_t *bin) {
 }
 #endif
 
+/* The page's first free block for a request of `size` bytes (armed with
+ * its canary and size in the hardened build), or NULL when it has none. */
+TES_INLINE tes_block_t *tes_page_pop(tes_page_t *page, size_t size) {
+  tes_block_t *block = page->free;
+  if (tes_likely(block != NULL)) {
+    page->free = tes_block_next(page, block);
+    page->used++;
+#if TES_SECURE
+    tes_secure_arm(page, block, size);
+#else
+    (void)size;
+#endif
+  }
+  return block;
+}
+
 TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
   if (tes_likely(size <= TES_DIRECT_MAX - TES_PADDING)) {
 #if !TES_SECURE
     tes_block_t *recent = tes_bin_pop(heap->direct_bin[(size + 15) >> 4]);
     if (recent != NULL) return recent;
 #endif
-    tes_page_t *page = heap->direct[(size + TES_PADDING + 15) >> 4];
-    tes_block_t *block = page->free;
-    if (tes_likely(block != NULL)) {
-      page->free = tes_block_next(page, block);
-      page->used++;
-#if TES_SECURE
-      tes_secure_arm(page, block, size);
-#endif
-      return block;
-    }
-  }
-#if !TES_SECURE
-  else if (tes_likely(size <= TES_MEDIUM_BLOCK_MAX)) {
+    tes_block_t *block = tes_page_pop(heap->direct[(size + TES_PADDING + 15) >> 4], size);
+    if (tes_likely(block != NULL)) return block;
+  } else if (tes_likely(size <= TES_MEDIUM_BLOCK_MAX - TES_PADDING)) {
     /* 1 KiB < size <= 128 KiB: the class from clz, then the same pop from
      * the head page of its queue (the slow path makes that head a page
      * with a free block whenever it can). */
-    unsigned c = tes_class_of_above_256(size);
+    unsigned c = tes_class_of_above_256(size + TES_PADDING);
+#if !TES_SECURE
     tes_block_t *recent = tes_bin_pop(&heap->bins[c]);
     if (recent != NULL) return recent;
+#endif
     tes_page_t *page = heap->queues[c].first;
     if (tes_likely(page != NULL)) {
-      tes_block_t *block = page->free;
-      if (tes_likely(block != NULL)) {
-        page->free = block->next;
-        page->used++;
-        return block;
-      }
+      tes_block_t *block = tes_page_pop(page, size);
+      if (tes_likely(block != NULL)) return block;
     }
   }
-#endif
   return tes_heap_malloc_generic(heap, size, false);
 }
 
