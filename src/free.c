@@ -133,6 +133,17 @@ static TES_NOINLINE void free_checked(void *p) {
   }
 }
 
+/* The hardened build's checks of a free into a page of ours (those of
+ * tes_secure_check_free, reporting nothing); none in the default build. */
+static inline bool secure_quick(const tes_segment_t *seg, tes_page_t *page, void *p) {
+#if TES_SECURE
+  return seg->cookie == ((uintptr_t)seg ^ tes_process_key) && tes_secure_free_quick(page, p);
+#else
+  (void)seg, (void)page, (void)p;
+  return true;
+#endif
+}
+
 /* The inline free missed the slice table. With more than 64 MiB of a
  * thread's blocks live, most frees of its own blocks land here because
  * their slices lost their slots to collisions (fit-large: 330 MB live, 90%
@@ -142,15 +153,16 @@ static TES_NOINLINE void free_checked(void *p) {
  * dereferenced before that), the segment is this thread's (so it is a small
  * or medium one: large and abandoned segments have TES_TID_SHARED, a thread
  * without a heap has TES_TID_NONE), and the page is in use. The hardened
- * build keeps its full check in free_checked. */
+ * build adds the checks of tes_secure_check_free (the segment's cookie, then
+ * tes_secure_free_quick); whatever fails them goes to free_checked, which
+ * repeats them and reports. */
 void tes_free_slow(void *p) {
-#if !TES_SECURE
   if (tes_likely(tes_segmap_get(p) == 1)) {
     tes_segment_t *seg = tes_segment_of(p);
     tes_heap_t *heap = tes_tls_heap;
     if (tes_likely(atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id)) {
       tes_page_t *page = tes_page_of(seg, p);
-      if (tes_likely(page->in_use && (const uint8_t *)p >= page->area)) {
+      if (tes_likely(page->in_use && (const uint8_t *)p >= page->area && secure_quick(seg, page, p))) {
         /* Take the slot back, so the next frees into this page hit it. */
         tes_slice_set(heap, tes_slice_of(p), page);
         tes_free_owned(page, (tes_block_t *)p);
@@ -158,7 +170,6 @@ void tes_free_slow(void *p) {
       }
     }
   }
-#endif
   free_checked(p);
 }
 

@@ -145,6 +145,28 @@ static int double_free_large(size_t size, int after) {
   return keep_working();
 }
 
+/* Two 100,000-byte blocks whose 64 KiB slices share a slot of the free fast
+ * path's slice table (libtessera: 1024 slots, (address >> 16) % 1024): once
+ * q is freed, its slice holds the slot, so a free of p misses the table and
+ * takes the slow path (src/free.c, tes_free_slow). Blocks are never written,
+ * so the search (about 70 MiB of address space) costs little memory. */
+static int colliding_blocks(char **p, char **q) {
+  enum { SLOTS = 1024, TRIES = 2000 };
+  *p = malloc(100000);
+  if (*p == NULL) return 0;
+  uintptr_t slice = (uintptr_t)*p >> 16;
+  for (int i = 0; i < TRIES; i++) {
+    char *b = malloc(100000);
+    if (b == NULL) return 0;
+    uintptr_t other = (uintptr_t)b >> 16;
+    if (other != slice && other % SLOTS == slice % SLOTS) {
+      *q = b;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int scenario(const char *name) {
   if (strcmp(name, "double_free_large_300k") == 0) return double_free_large(300000, 0);
   if (strcmp(name, "double_free_large_3m") == 0) return double_free_large(3000000, 0);
@@ -322,6 +344,20 @@ static int scenario(const char *name) {
     memset(p, 'a', 20);
     memset(launder(p + 20), 'X', 4);
     free(p);
+  } else if (strcmp(name, "double_free_slice_miss") == 0) {
+    /* The second free of p misses the slice table (q's slice took the
+     * slot) and must be caught on the slow path too. */
+    char *p, *q;
+    if (!colliding_blocks(&p, &q)) return 7;
+    free(launder(p));
+    free(launder(q));
+    free(launder(p));
+  } else if (strcmp(name, "overflow_slice_miss") == 0) {
+    char *p, *q;
+    if (!colliding_blocks(&p, &q)) return 7;
+    ((volatile char *)launder(p))[100000] = 'X';
+    free(launder(q));
+    free(launder(p));
   } else if (strcmp(name, "overflow_one_byte") == 0) {
     char *p = launder(malloc(100));
     memset(p, 'a', 100);
