@@ -355,9 +355,11 @@ static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c, bool adopt, bool *re
   /* Reuse memory of exited threads before carving more pages, even when this
    * heap still has free segments of its own: an abandoned segment has no
    * owner to collect its remote frees or purge it, so until someone adopts
-   * it, whatever it holds stays resident. */
+   * it, whatever it holds stays resident. Only a thread's default heap
+   * adopts: the segment still holds the exited thread's live blocks, and
+   * tes_heap_destroy of a first-class heap returns its segments whole. */
   *rescan = false;
-  for (int tries = 0; adopt && tries < 2; tries++) {
+  for (int tries = 0; adopt && heap->is_default && tries < 2; tries++) {
     tes_segment_t *seg = tes_abandoned_pop();
     if (seg == NULL) break;
     tes_heap_adopt_segment(heap, seg);

@@ -421,6 +421,48 @@ static void check_walk_other_threads(void) {
   CHECK(bad == 0, "%zu walked blocks had usable size 0 or a misaligned address", bad);
 }
 
+/* Blocks of an exited thread live on in its abandoned segment, and the next
+ * heap that needs a page may adopt that segment. A first-class heap must
+ * not: tes_heap_destroy would return the segment, blocks and all, and the
+ * next allocations would overwrite them (they did, before the fix: every
+ * byte of the 64 blocks below). */
+enum { ORPHANS = 64, ORPHAN_SIZE = 48 };
+static unsigned char *orphans[ORPHANS];
+
+static void *leave_orphans(void *arg) {
+  (void)arg;
+  for (int i = 0; i < ORPHANS; i++) {
+    orphans[i] = malloc(ORPHAN_SIZE);
+    if (orphans[i]) memset(orphans[i], 0x5a, ORPHAN_SIZE);
+  }
+  return NULL;
+}
+
+static void check_destroy_keeps_abandoned_blocks(void) {
+  API_GROUP("destroy keeps an exited thread's blocks");
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, leave_orphans, NULL) == 0 && pthread_join(t, NULL) == 0, "thread");
+  for (int i = 0; i < ORPHANS; i++) REQUIRE(orphans[i] != NULL, "orphan %d not allocated", i);
+  tes_heap_t *heap = tes_heap_new();
+  REQUIRE(heap != NULL, "tes_heap_new failed");
+  for (int i = 0; i < 1000; i++) REQUIRE(tes_heap_malloc(heap, ORPHAN_SIZE) != NULL, "tes_heap_malloc failed");
+  tes_heap_destroy(heap);
+  enum { FILL = 100000 };
+  static unsigned char *fill[FILL];
+  for (int i = 0; i < FILL; i++) {
+    fill[i] = malloc(ORPHAN_SIZE);
+    REQUIRE(fill[i] != NULL, "malloc failed");
+    memset(fill[i], 0x11, ORPHAN_SIZE);
+  }
+  size_t overwritten = 0;
+  for (int i = 0; i < ORPHANS; i++)
+    for (int j = 0; j < ORPHAN_SIZE; j++) overwritten += orphans[i][j] != 0x5a;
+  CHECK(overwritten == 0, "%zu bytes of an exited thread's live blocks overwritten after tes_heap_destroy",
+        overwritten);
+  for (int i = 0; i < FILL; i++) free(fill[i]);
+  for (int i = 0; i < ORPHANS; i++) free(orphans[i]);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -428,6 +470,7 @@ int main(int argc, char **argv) {
   api_warm_up_threads();
   check_basic_heap();
   check_destroy_with_remote_frees();
+  check_destroy_keeps_abandoned_blocks();
   check_delete_keeps_blocks();
   check_many_heaps();
   check_heap_report();
