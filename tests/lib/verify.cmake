@@ -15,7 +15,7 @@
 #     (lib.<name>.static);
 #   - lib.api_dlopen: libtessera.so dlopened by a program on glibc;
 #   - tools.run_cli: `tessera run` end to end (verify_run_cli.sh).
-set(VERIFY_API_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn
+set(VERIFY_API_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn api_heaps_mt
     api_stats api_options api_heaps api_rss)
 foreach(name ${VERIFY_API_TESTS})
   if(TARGET lib_${name})
@@ -49,6 +49,13 @@ if(TARGET tessera_secure)
     set_tests_properties(lib.${name}.secure PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
       ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
   endforeach()
+  # First-class heaps need the tes_* names: linked with the hardened library.
+  add_executable(verify_api_heaps_mt_secure ${CMAKE_CURRENT_SOURCE_DIR}/api_heaps_mt.c)
+  target_include_directories(verify_api_heaps_mt_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+  target_compile_options(verify_api_heaps_mt_secure PRIVATE -fno-builtin)
+  target_link_libraries(verify_api_heaps_mt_secure PRIVATE tessera_secure Threads::Threads ${CMAKE_DL_LIBS})
+  add_test(NAME lib.api_heaps_mt.secure COMMAND verify_api_heaps_mt_secure)
+  set_tests_properties(lib.api_heaps_mt.secure PROPERTIES TIMEOUT 300)
 endif()
 
 # libtessera.so dlopened at run time by a program running on glibc (the
