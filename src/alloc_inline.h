@@ -33,19 +33,31 @@ TES_INLINE tes_block_t *tes_bin_pop(tes_bin_t *bin) {
 }
 #endif
 
-/* The page's first free block for a request of `size` bytes (armed with
- * its canary and size in the hardened build), or NULL when it has none. */
-TES_INLINE tes_block_t *tes_page_pop(tes_page_t *page, size_t size) {
+/* Unlink the first block of page's free list (the caller checked that
+ * there is one) and count it as used. */
+TES_INLINE tes_block_t *tes_page_take(tes_page_t *page) {
   tes_block_t *block = page->free;
-  if (tes_likely(block != NULL)) {
-    page->free = tes_block_next(page, block);
-    page->used++;
+  page->free = tes_block_next(page, block);
+  page->used++;
+  return block;
+}
+
+/* A block handed out for `requested` bytes: in the hardened build, its
+ * canary and recorded size (after any zeroing, which would wipe them). */
+TES_INLINE void tes_block_arm(const tes_page_t *page, void *block, size_t requested) {
 #if TES_SECURE
-    tes_secure_arm(page, block, size);
+  tes_secure_arm(page, block, requested);
 #else
-    (void)size;
+  (void)page, (void)block, (void)requested;
 #endif
-  }
+}
+
+/* The page's first free block for a request of `size` bytes, armed, or
+ * NULL when it has none. */
+TES_INLINE tes_block_t *tes_page_pop(tes_page_t *page, size_t size) {
+  if (tes_unlikely(page->free == NULL)) return NULL;
+  tes_block_t *block = tes_page_take(page);
+  tes_block_arm(page, block, size);
   return block;
 }
 

@@ -11,7 +11,7 @@
  * churn does not become a syscall storm). Only the owning thread touches a
  * heap, except the atomic delayed_free push and the process-wide heap list.
  * Called from alloc.c/free.c (slow paths), init.c and heap_api.c. */
-#include "internal.h"
+#include "alloc_inline.h"
 
 tes_page_t tes_page_empty; /* free == NULL: every direct entry of an idle class */
 
@@ -426,18 +426,12 @@ static void *page_take_block(tes_heap_t *heap, tes_page_t *page, size_t requeste
     errno = ENOMEM;
     return NULL;
   }
-  tes_block_t *block = page->free;
-  page->free = tes_block_next(page, block);
-  page->used++;
+  tes_block_t *block = tes_page_take(page);
   if (zero) {
     if (page->free_is_zero) block->next = NULL;
     else memset(block, 0, page->block_size);
   }
-#if TES_SECURE
-  tes_secure_arm(page, block, requested);
-#else
-  (void)requested;
-#endif
+  tes_block_arm(page, block, requested);
   return block;
 }
 
