@@ -9,7 +9,8 @@
  * aligned calls), tes_usable_size >= the request, calloc memory is zero,
  * realloc keeps the common prefix, overflowing calloc/reallocarray fail
  * with ENOMEM, invalid alignments with EINVAL, and a first-class heap's
- * blocks vanish with tes_heap_destroy. Any violation prints what and aborts,
+ * blocks (malloc, calloc and realloc in it) vanish with tes_heap_destroy
+ * and stay intact through tes_heap_delete. Any violation prints what and aborts,
  * which libFuzzer reports as a crash with the input saved.
  *
  * Links tessera_nooverride (tes_* only) so libFuzzer's own mallocs stay on
@@ -268,24 +269,44 @@ static void run_op(input_t *in) {
       for (int i = 0; i < SLOTS; i++)
         if (slots[i].ptr) verify(&slots[i], slots[i].size, "full check");
       break;
-    case 11: { /* first-class heap: allocate from it, or destroy it */
-      uint8_t what = take8(in);
-      if (what % 5 == 4 && fuzz_heap) {
+    case 11: { /* first-class heap: malloc, calloc, realloc from it; delete or destroy it */
+      uint8_t what = take8(in) % 5;
+      if (what >= 3 && fuzz_heap) {
+        /* destroy: its blocks vanish; delete: they stay, as ordinary blocks */
         for (int i = 0; i < SLOTS; i++)
           if (slots[i].ptr && slots[i].in_heap) {
-            verify(&slots[i], slots[i].size, "before heap destroy");
-            slots[i].ptr = NULL;
+            verify(&slots[i], slots[i].size, what == 4 ? "before heap destroy" : "before heap delete");
+            if (what == 4) slots[i].ptr = NULL;
+            else slots[i].in_heap = false;
           }
-        tes_heap_destroy(fuzz_heap);
+        if (what == 4) tes_heap_destroy(fuzz_heap);
+        else tes_heap_delete(fuzz_heap);
         fuzz_heap = NULL;
+        if (what == 3)
+          for (int i = 0; i < SLOTS; i++)
+            if (slots[i].ptr) verify(&slots[i], slots[i].size, "after heap delete");
         break;
       }
       if (!fuzz_heap) fuzz_heap = tes_heap_new();
       if (!fuzz_heap) FAIL("tes_heap_new returned NULL");
       size_t size = take_size(in);
+      if (what == 2) { /* realloc a block of the heap (or NULL) within it */
+        if (s->ptr && !s->in_heap) release(s);
+        if (size == 0) size = 1;
+        size_t keep = !s->ptr ? 0 : s->size < size ? s->size : size;
+        if (s->ptr) verify(s, s->size, "before heap realloc");
+        unsigned char *p = tes_heap_realloc(fuzz_heap, s->ptr, size);
+        if (!p) FAIL("tes_heap_realloc(%p, %zu) returned NULL", (void *)s->ptr, size);
+        s->ptr = p;
+        verify(s, keep, "after heap realloc");
+        adopt(s, p, size, 0, true);
+        break;
+      }
       release(s);
-      void *p = tes_heap_malloc(fuzz_heap, size);
-      if (!p) FAIL("tes_heap_malloc(%zu) returned NULL", size);
+      unsigned char *p = what == 1 ? tes_heap_calloc(fuzz_heap, 1, size) : tes_heap_malloc(fuzz_heap, size);
+      if (!p) FAIL("tes_heap_%s(%zu) returned NULL", what == 1 ? "calloc" : "malloc", size);
+      if (what == 1 && first_nonzero(p, size) < size) FAIL("tes_heap_calloc(1, %zu): byte %zu is not zero", size,
+                                                         first_nonzero(p, size));
       adopt(s, p, size, 0, true);
       break;
     }
