@@ -96,6 +96,11 @@ static void bins_flush(tes_heap_t *heap) {
   bins_set_limits(heap);
 }
 
+/* Initialise a heap from tes_heap_alloc_struct, then publish it on the list
+ * of all heaps: only then can tes_stats_get and tes_heap_visit, which walk
+ * that list from other threads, see it (before, they could read a heap half
+ * set up, e.g. a bin whose limit was set and whose room was not yet, which
+ * counted `limit` phantom blocks). */
 void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default) {
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct[i] = &tes_page_empty;
   bins_reset(heap);
@@ -104,6 +109,12 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
   heap->thread_default = thread_default ? thread_default : heap;
   heap->key = (uintptr_t)tes_random_next();
   heap->random = tes_random_next() | 1;
+  tes_lock(&heaps_lock);
+  heap->all_prev = NULL;
+  heap->all_next = tes_heaps_all;
+  if (tes_heaps_all) tes_heaps_all->all_prev = heap;
+  tes_heaps_all = heap;
+  tes_unlock(&heaps_lock);
 }
 
 tes_heap_t *tes_heap_alloc_struct(void) {
@@ -129,13 +140,10 @@ tes_heap_t *tes_heap_alloc_struct(void) {
       heap_chunk_left -= need;
     }
   }
-  if (heap != NULL) {
-    memset(heap, 0, offsetof(tes_heap_t, slice_page));
-    heap->all_next = tes_heaps_all;
-    if (tes_heaps_all) tes_heaps_all->all_prev = heap;
-    tes_heaps_all = heap;
-  }
   tes_unlock(&heaps_lock);
+  /* Off every list now (a pooled heap left tes_heaps_all on release), so
+   * nobody else reads it until tes_heap_setup publishes it. */
+  if (heap != NULL) memset(heap, 0, offsetof(tes_heap_t, slice_page));
   return heap;
 }
 
