@@ -137,7 +137,7 @@ static TES_NOINLINE void free_checked(void *p) {
  * tes_secure_check_free, reporting nothing); none in the default build. */
 static inline bool secure_quick(const tes_segment_t *seg, tes_page_t *page, void *p) {
 #if TES_SECURE
-  return seg->cookie == ((uintptr_t)seg ^ tes_process_key) && tes_secure_free_quick(page, p);
+  return tes_secure_cookie_ok(seg) && tes_secure_free_quick(page, p);
 #else
   (void)seg, (void)page, (void)p;
   return true;

@@ -564,6 +564,11 @@ void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested); /* lar
 void tes_secure_check_padding(const tes_page_t *page, const void *p);     /* reports an overflow */
 size_t tes_secure_requested(const tes_page_t *page, const void *p);
 bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p); /* slow path; false: do not free */
+/* The segment header is one we wrote: its cookie is its address keyed with
+ * the process key (segment.c and large.c set it when they map a segment). */
+TES_INLINE bool tes_secure_cookie_ok(const tes_segment_t *seg) {
+  return seg->cookie == ((uintptr_t)seg ^ tes_process_key);
+}
 void tes_secure_page_init(tes_page_t *page); /* random keys */
 void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count);
 /* Guard pages of every segment (fixed places, set once when it is mapped):

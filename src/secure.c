@@ -150,7 +150,7 @@ void tes_secure_check_padding(const tes_page_t *page, const void *p) {
  * map and, for small/medium, that p lies in a page in use at or after its
  * first block. */
 bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
-  if (seg->cookie != ((uintptr_t)seg ^ tes_process_key)) {
+  if (!tes_secure_cookie_ok(seg)) {
     tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
     return false;
   }
