@@ -157,6 +157,7 @@ static inline bool secure_quick(const tes_segment_t *seg, tes_page_t *page, void
  * tes_secure_free_quick); whatever fails them goes to free_checked, which
  * repeats them and reports. */
 void tes_free_slow(void *p) {
+  if (p == NULL) return; /* free(NULL) is common (libc and C++ runtimes, "free(old); old = new"): settle it first */
   if (tes_likely(tes_segmap_get(p) == 1)) {
     tes_segment_t *seg = tes_segment_of(p);
     tes_heap_t *heap = tes_tls_heap;
