@@ -487,11 +487,18 @@ void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, b
   if (need < alignment) need = alignment;
   if (need <= TES_MEDIUM_BLOCK_MAX && alignment <= TES_MEDIUM_BLOCK_MAX) {
     unsigned c = tes_class_of(need);
-    while (c < TES_CLASS_COUNT && tes_class_size(c) % alignment != 0) c++;
+    /* alignment is a power of two (aligned_in's callers check it). */
+    while (c < TES_CLASS_COUNT && (tes_class_size(c) & (alignment - 1)) != 0) c++;
     if (c < TES_CLASS_COUNT) {
-      heap_deferred(heap);
-      tes_page_t *page = find_page(heap, c);
-      if (page != NULL) heap->counters.slow_allocs++;
+      /* As tes_heap_malloc_generic: the head page of the class when it has
+       * a block (every page of the class serves the alignment), else the
+       * slow path. */
+      tes_page_t *page = heap->queues[c].first;
+      if (page == NULL || page->free == NULL) {
+        heap_deferred(heap);
+        page = find_page(heap, c);
+        if (page != NULL) heap->counters.slow_allocs++;
+      }
       return page_take_block(heap, page, size, zero);
     }
   }
