@@ -36,8 +36,6 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   page->next = page->prev = NULL;
 #if TES_SECURE
   tes_secure_page_init(page);
-#else
-  page->keys[1] = 0;
 #endif
   tes_page_set_bin(page, &tes_bin_closed); /* until a heap takes the page */
   if (page->purged) {
