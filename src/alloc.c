@@ -72,7 +72,9 @@ void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size) {
 
 TES_API void *tes_calloc(size_t count, size_t size) { return tes_calloc_in(tes_tls_heap, count, size); }
 
-TES_API size_t tes_usable_size(const void *p) {
+TES_API size_t tes_usable_size(const void *p) { return tes_usable_size_inline(p); }
+
+size_t tes_usable_size_slow(const void *p) {
   if (p == NULL) return 0;
   tes_segment_t *seg = tes_owned_segment(p, false);
   if (seg == NULL) return 0;
@@ -150,7 +152,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
   }
   size_t old_usable;
   if (seg->kind == TES_SEG_LARGE) {
-    old_usable = tes_usable_size(p);
+    old_usable = tes_usable_size_slow(p);
 #if TES_SECURE
     /* Judge the old padding now, while it is where the old size says, and
      * re-arm it so that the free of a moved block does not report it twice. */

@@ -123,4 +123,20 @@ TES_INLINE void tes_free_inline(void *p) {
   }
 }
 
+size_t tes_usable_size_slow(const void *p); /* alloc.c: every pointer, checked */
+
+/* malloc_usable_size. A block of a page this thread owns is found by the
+ * free fast path's slice lookup and answered from its page; programs that
+ * keep their own byte counts (redis's zmalloc) ask on every malloc and
+ * free. The hardened build answers the requested size, from the block's
+ * padding, on the checked path. */
+TES_INLINE size_t tes_usable_size_inline(const void *p) {
+#if !TES_SECURE
+  tes_heap_t *heap = tes_tls_heap;
+  size_t slot;
+  if (tes_likely(tes_slice_hit(heap, p, &slot))) return heap->slice_page[slot]->block_size;
+#endif
+  return tes_usable_size_slow(p);
+}
+
 #endif

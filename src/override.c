@@ -24,7 +24,7 @@ EXPORT int posix_memalign(void **out, size_t alignment, size_t size) {
 EXPORT void *memalign(size_t alignment, size_t size) { return tes_memalign(alignment, size); }
 EXPORT void *valloc(size_t size) { return tes_valloc(size); }
 EXPORT void *pvalloc(size_t size) { return tes_pvalloc(size); }
-EXPORT size_t malloc_usable_size(void *p) { return tes_usable_size(p); }
+EXPORT size_t malloc_usable_size(void *p) { return tes_usable_size_inline(p); }
 EXPORT void free_sized(void *p, size_t size) {
   (void)size;
   tes_free_inline(p);

@@ -7,12 +7,17 @@
  *   pingpong        malloc(32) then free, PAIRS times
  *   lifo            random sizes 8..512 bytes, allocated in batches of 100
  *                   and freed in reverse (LIFO) order, PAIRS pairs in all
+ *   usable          pingpong with a malloc_usable_size of the block between
+ *                   (minus pingpong: the instructions of that call, which
+ *                   programs that count their own bytes make on every
+ *                   malloc and free, as redis's zmalloc does)
  *   pingpong-empty  the same loops with the allocator calls replaced by a
  *   lifo-empty      register move: the loop overhead to subtract
  * The measured loops live in the run_* functions, which callgrind counts
  * with --toggle-collect=run_*; everything else (start-up, the size table) is
  * outside. Standard malloc/free only: the program works with any allocator
  * through LD_PRELOAD. Built with -fno-builtin so no call is elided. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +35,17 @@ __attribute__((noinline)) void run_pingpong(long pairs) {
     KEEP(p);
     free(p);
   }
+}
+
+__attribute__((noinline)) void run_usable(long pairs) {
+  size_t total = 0;
+  for (long i = 0; i < pairs; i++) {
+    void *p = malloc(32);
+    total += malloc_usable_size(p);
+    KEEP(p);
+    free(p);
+  }
+  KEEP(total);
 }
 
 __attribute__((noinline)) void run_pingpong_empty(long pairs) {
@@ -66,7 +82,7 @@ __attribute__((noinline)) void run_lifo_empty(long pairs) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s pingpong|lifo|pingpong-empty|lifo-empty PAIRS\n", argv[0]);
+    fprintf(stderr, "usage: %s pingpong|lifo|usable|pingpong-empty|lifo-empty PAIRS\n", argv[0]);
     return 2;
   }
   long pairs = strtol(argv[2], NULL, 10);
@@ -85,6 +101,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 1000; i++) free(malloc(sizes[i]));
   if (!strcmp(argv[1], "pingpong")) run_pingpong(pairs);
   else if (!strcmp(argv[1], "lifo")) run_lifo(pairs);
+  else if (!strcmp(argv[1], "usable")) run_usable(pairs);
   else if (!strcmp(argv[1], "pingpong-empty")) run_pingpong_empty(pairs);
   else if (!strcmp(argv[1], "lifo-empty")) run_lifo_empty(pairs);
   else {

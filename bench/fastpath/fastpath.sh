@@ -8,7 +8,8 @@
 # `valgrind --tool=callgrind --toggle-collect=run_*` in the modes pingpong
 # and lifo and in their -empty twins, and prints
 #   (instructions in the loop - instructions of the empty loop) / pairs
-# as a Markdown table. Callgrind counts are deterministic, so one run each
+# as a Markdown table, plus the instructions of one malloc_usable_size call
+# (mode usable minus mode pingpong, per pair). Callgrind counts are deterministic, so one run each
 # is enough. With --check BUDGET it exits 1 if any figure exceeds BUDGET.
 # Exit 77 (skipped) when valgrind is not installed.
 set -eu
@@ -49,20 +50,22 @@ count() { # library mode
 empty_pingpong=$(count "" pingpong-empty)
 empty_lifo=$(count "" lifo-empty)
 status=0
-echo "| allocator | 32-byte ping-pong | random 8-512 B, LIFO batches of 100 |"
-echo "|---|---:|---:|"
+echo "| allocator | 32-byte ping-pong | random 8-512 B, LIFO batches of 100 | malloc_usable_size |"
+echo "|---|---:|---:|---:|"
 for spec in "$@"; do
   name="${spec%%=*}"
   lib="${spec#*=}"
   if [ -n "$lib" ] && [ ! -e "$lib" ]; then
-    echo "| $name | (not installed: $lib) | |"
+    echo "| $name | (not installed: $lib) | | |"
     continue
   fi
   pp=$(count "$lib" pingpong)
   lf=$(count "$lib" lifo)
+  us=$(count "$lib" usable)
   pp_pair=$(awk -v a="$pp" -v b="$empty_pingpong" -v n="$pairs" 'BEGIN { printf "%.1f", (a - b) / n }')
   lf_pair=$(awk -v a="$lf" -v b="$empty_lifo" -v n="$pairs" 'BEGIN { printf "%.1f", (a - b) / n }')
-  echo "| $name | $pp_pair | $lf_pair |"
+  us_call=$(awk -v a="$us" -v b="$pp" -v n="$pairs" 'BEGIN { printf "%.1f", (a - b) / n }')
+  echo "| $name | $pp_pair | $lf_pair | $us_call |"
   if [ -n "$budget" ]; then
     for v in "$pp_pair" "$lf_pair"; do
       if awk -v v="$v" -v b="$budget" 'BEGIN { exit !(v > b) }'; then
