@@ -7,8 +7,6 @@
  * segment) still fits. override.c maps the standard names onto these. */
 #include "alloc_inline.h"
 
-#define TES_API __attribute__((visibility("default")))
-
 static tes_heap_t *heap_for_slow_path(void) {
   tes_heap_t *heap = tes_tls_heap;
   if (tes_unlikely(heap->is_static)) {

@@ -243,6 +243,9 @@ static void purge_expired(tes_heap_t *heap, int64_t now, bool force) {
   while (heap->purge.first != NULL && (force || heap->purge.first->purge_expire <= now)) {
     tes_page_t *page = heap->purge.first;
     purge_list_remove(heap, page);
+    /* purge_expire now dates the purge, for tes_purge_note_retake; a forced
+     * one (tes_collect) is the program's request and is not judged. */
+    if (force) page->purge_expire = 0;
     tes_segment_purge_page(page);
   }
 }
@@ -252,12 +255,13 @@ void tes_heap_purge_cancel(tes_heap_t *heap, tes_page_t *page) {
   if (page->purge_pending) purge_list_remove(heap, page);
 }
 void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
-  long delay = tes_opt(TES_OPTION_PURGE_DELAY_MS);
+  int64_t now = tes_os_clock_ms();
+  int64_t delay = tes_purge_delay(now);
   if (delay <= 0) {
     tes_segment_purge_page(page);
     return;
   }
-  page->purge_expire = tes_os_clock_ms() + delay;
+  page->purge_expire = now + delay;
   page->purge_pending = 1;
   queue_push_back(&heap->purge, page);
 }
@@ -281,7 +285,7 @@ static void heap_deferred(tes_heap_t *heap) {
   int64_t now = tes_os_clock_ms(); /* one clock read for the bins and the purges */
   if (now >= heap->bins_due) {
     bins_flush(heap);
-    heap->bins_due = now + tes_opt(TES_OPTION_PURGE_DELAY_MS);
+    heap->bins_due = now + tes_purge_delay(now);
   }
   purge_due_at(heap, now);
 #else

@@ -9,8 +9,6 @@
  * Called by applications; never used internally. */
 #include "alloc_inline.h"
 
-#define TES_API __attribute__((visibility("default")))
-
 void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size);
 void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size);
 

@@ -55,6 +55,8 @@
 #define tes_unlikely(x) __builtin_expect(!!(x), 0)
 #define TES_NOINLINE __attribute__((noinline))
 #define TES_INLINE static inline __attribute__((always_inline))
+/* A name of the public API (include/tessera.h): the library hides the rest. */
+#define TES_API __attribute__((visibility("default")))
 
 /* ---- geometry ------------------------------------------------------------ */
 #define TES_SEGMENT_SHIFT 22
@@ -153,7 +155,7 @@ struct tes_segment_s {
   tes_segment_t *free_next, *free_prev; /* heap's segments with free pages */
   bool in_free_list;
   bool cache_purged;
-  int64_t cache_expire;         /* ms clock when it entered the cache */
+  int64_t cache_expire;        /* ms clock when it entered the cache; once purged, of the purge */
   size_t large_offset;         /* large: block start offset */
   size_t dirty_end;            /* bytes from the start that may be non-zero */
   size_t clean_below;          /* secure large blocks: [header, clean_below) reads as zero */
@@ -417,6 +419,11 @@ void tes_segment_locks_release(bool child);
 void tes_segment_link(tes_heap_t *heap, tes_segment_t *seg);   /* heap's lists */
 void tes_segment_unlink(tes_heap_t *heap, tes_segment_t *seg);
 void tes_heap_purge_cancel(tes_heap_t *heap, tes_page_t *page);
+/* purge.c: the purge delay in effect at `now` (ms; TESSERA_PURGE_DELAY_MS,
+ * raised while purged memory is retaken soon after its purge), and the
+ * report of such a retake (purged_at: ms clock of the purge, 0 if forced). */
+int64_t tes_purge_delay(int64_t now);
+void tes_purge_note_retake(int64_t purged_at);
 void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page);
 void tes_abandoned_lock(void);
 void tes_abandoned_unlock(void);

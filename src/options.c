@@ -74,12 +74,12 @@ void tes_options_init(void) {
   }
 }
 
-__attribute__((visibility("default"))) long tes_option_get(tes_option_t option) {
+TES_API long tes_option_get(tes_option_t option) {
   if ((unsigned)option >= TES_OPTION_COUNT) return -1;
   return tes_option_values[option];
 }
 
-__attribute__((visibility("default"))) int tes_option_set(tes_option_t option, long value) {
+TES_API int tes_option_set(tes_option_t option, long value) {
   if ((unsigned)option >= TES_OPTION_COUNT) return EINVAL;
   tes_process_init();
   const tes_option_desc_t *d = &option_table[option];
@@ -88,7 +88,7 @@ __attribute__((visibility("default"))) int tes_option_set(tes_option_t option, l
   return 0;
 }
 
-__attribute__((visibility("default"))) const char *tes_option_name(tes_option_t option) {
+TES_API const char *tes_option_name(tes_option_t option) {
   if ((unsigned)option >= TES_OPTION_COUNT) return NULL;
   return option_table[option].name;
 }

@@ -39,6 +39,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
 #endif
   tes_page_set_bin(page, &tes_bin_closed); /* until a heap takes the page */
   if (page->purged) {
+    tes_purge_note_retake(page->purge_expire); /* purged, and wanted again: how soon? */
     page->purged = 0;
     seg->purged_bytes -= page_size;
     tes_os_commit_note((int64_t)page_size);

@@ -124,10 +124,11 @@ static void purge_cached(tes_segment_t *seg) {
 
 void tes_cache_put(tes_segment_t *seg) {
   tes_segmap_set(seg, false);
-  long delay = tes_opt(TES_OPTION_PURGE_DELAY_MS);
+  int64_t now = tes_os_clock_ms();
+  int64_t delay = tes_purge_delay(now);
   size_t limit = (size_t)tes_opt(TES_OPTION_SEGMENT_CACHE);
   seg->cache_purged = false;
-  seg->cache_expire = tes_os_clock_ms(); /* when it was freed */
+  seg->cache_expire = now; /* when it was freed; once purged, when that was */
   if (delay <= 0) purge_cached(seg);
   tes_segment_t *evict = NULL;
   tes_lock(&cache_lock);
@@ -184,12 +185,14 @@ void tes_cache_purge(bool force) {
     }
     return;
   }
-  int64_t delay = tes_opt(TES_OPTION_PURGE_DELAY_MS);
+  int64_t delay = tes_purge_delay(now);
   int64_t next_due = INT64_MAX;
   for (tes_segment_t *s = cache_first; s != NULL; s = s->next) {
     if (s->cache_purged) continue;
-    if (now - s->cache_expire >= delay) purge_cached(s);
-    else if (s->cache_expire + delay < next_due) next_due = s->cache_expire + delay;
+    if (now - s->cache_expire >= delay) {
+      purge_cached(s);
+      s->cache_expire = now;
+    } else if (s->cache_expire + delay < next_due) next_due = s->cache_expire + delay;
   }
   atomic_store(&cache_purge_due, next_due);
   tes_unlock(&cache_lock);
@@ -199,7 +202,10 @@ tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
   if (alignment < TES_SEGMENT_SIZE) alignment = TES_SEGMENT_SIZE;
   size_t max = size == TES_SEGMENT_SIZE ? size : size + size / 2;
   tes_segment_t *seg = tes_cache_take(size, max, alignment);
-  if (seg != NULL) return seg;
+  if (seg != NULL) {
+    if (seg->cache_purged) tes_purge_note_retake(seg->cache_expire); /* purged, and wanted again: how soon? */
+    return seg;
+  }
   seg = map_segment(size, alignment);
   if (seg == NULL) {
     /* Out of address space or mappings: drop the cache and try once more. */

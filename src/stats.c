@@ -162,7 +162,7 @@ static void compute(tes_stats_t *out) {
   X(os_munmap_bytes) X(os_purged_bytes) X(threads_started) X(threads_exited) X(heaps_abandoned)             \
   X(heaps_reclaimed)
 
-__attribute__((visibility("default"))) void tes_stats_get(tes_stats_t *out) {
+TES_API void tes_stats_get(tes_stats_t *out) {
   if (out == NULL) return;
   tes_process_init();
   compute(out);
@@ -174,7 +174,7 @@ __attribute__((visibility("default"))) void tes_stats_get(tes_stats_t *out) {
   tes_unlock(&tes_stats_lock);
 }
 
-__attribute__((visibility("default"))) void tes_stats_reset(void) {
+TES_API void tes_stats_reset(void) {
   tes_stats_t now;
   tes_process_init();
   compute(&now);
@@ -209,6 +209,8 @@ static void print_stats(FILE *out) {
                " (%.2f MiB purged)  mremap %" PRIu64 "\n",
           s.os_mmap_calls, s.os_mmap_bytes / mib, s.os_munmap_calls, s.os_munmap_bytes / mib, s.os_madvise_calls,
           s.os_purged_bytes / mib, s.os_mremap_calls);
+  fprintf(out, "             purge delay %ld ms now (TESSERA_PURGE_DELAY_MS %ld)\n", tes_purge_delay_current(),
+          tes_opt(TES_OPTION_PURGE_DELAY_MS));
   fprintf(out, "  threads    started %" PRIu64 "  exited %" PRIu64 "  heaps abandoned %" PRIu64
                "  reclaimed %" PRIu64 "\n",
           s.threads_started, s.threads_exited, s.heaps_abandoned, s.heaps_reclaimed);
@@ -220,7 +222,7 @@ static void print_stats(FILE *out) {
   }
 }
 
-__attribute__((visibility("default"))) void tes_stats_print(FILE *out) {
+TES_API void tes_stats_print(FILE *out) {
   print_stats(out ? out : stderr);
   fflush(out ? out : stderr);
 }
