@@ -31,6 +31,14 @@
 _Atomic int64_t tes_large_in_use, tes_large_in_use_peak;
 static tes_lock_t large_lock = TES_LOCK_INIT;
 tes_segment_t *tes_large_list;
+/* Segments that realloc took off the list to mremap them (under
+ * large_lock). While one is off the list, a walk would miss it: the walks
+ * that change owners (tes_large_reassign: a heap's thread exits, or the heap
+ * is deleted or destroyed) wait until none is. Without that, a block whose
+ * owner exited during the mremap kept pointing at the dead heap's struct,
+ * which tes_heap_new hands out again, and tes_heap_destroy of that new heap
+ * then freed the block under its user. */
+static unsigned large_moving;
 
 /* The last large frees, oldest overwritten first (under large_lock). 256
  * entries, one 4 KiB page of BSS: a program must free 256 other large
@@ -50,8 +58,12 @@ static unsigned freed_next;
 
 void tes_large_lock(void) { tes_lock(&large_lock); }
 void tes_large_unlock(bool child) {
-  if (child) tes_lock_reset(&large_lock);
-  else tes_unlock(&large_lock);
+  if (child) {
+    large_moving = 0; /* the threads that were moving blocks do not exist in the child */
+    tes_lock_reset(&large_lock);
+  } else {
+    tes_unlock(&large_lock);
+  }
 }
 
 static void in_use_add(int64_t delta) {
@@ -71,12 +83,16 @@ static size_t block_usable(size_t size) {
 }
 #endif
 
-static void list_insert(tes_segment_t *seg) {
-  tes_lock(&large_lock);
+static void list_insert_locked(tes_segment_t *seg) {
   seg->prev = NULL;
   seg->next = tes_large_list;
   if (tes_large_list) tes_large_list->prev = seg;
   tes_large_list = seg;
+}
+
+static void list_insert(tes_segment_t *seg) {
+  tes_lock(&large_lock);
+  list_insert_locked(seg);
   tes_unlock(&large_lock);
 }
 
@@ -318,13 +334,17 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   size_t alignment = offset >= TES_SEGMENT_SIZE ? offset : TES_SEGMENT_SIZE;
   tes_lock(&large_lock);
   list_remove_locked(seg);
+  large_moving++;
   tes_unlock(&large_lock);
   tes_segmap_set(seg, false);
   size_t old_size = seg->size;
   tes_segment_t *moved = tes_os_remap(seg, old_size, total, alignment);
   if (moved == NULL) {
     tes_segmap_set(seg, true);
-    list_insert(seg);
+    tes_lock(&large_lock);
+    list_insert_locked(seg);
+    large_moving--;
+    tes_unlock(&large_lock);
     return NULL;
   }
   moved->size = total;
@@ -333,12 +353,11 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   page->area = (uint8_t *)moved + offset;
   page->block_size = usable;
   if (moved->dirty_end < offset + usable) moved->dirty_end = offset + usable;
-  if (moved != seg) { /* p is gone: a later free of it is a double free */
-    tes_lock(&large_lock);
-    freed_record_locked(p, old_usable);
-    tes_unlock(&large_lock);
-  }
-  list_insert(moved);
+  tes_lock(&large_lock);
+  if (moved != seg) freed_record_locked(p, old_usable); /* p is gone: a later free of it is a double free */
+  list_insert_locked(moved);
+  large_moving--;
+  tes_unlock(&large_lock);
   tes_segmap_set(moved, true);
   in_use_add((int64_t)usable - (int64_t)old_usable);
   return page->area;
@@ -348,6 +367,11 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
 void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
   tes_segment_t *drop = NULL;
   tes_lock(&large_lock);
+  while (large_moving > 0) { /* a block of `from` may be off the list: let it come back */
+    tes_unlock(&large_lock);
+    tes_os_yield();
+    tes_lock(&large_lock);
+  }
   tes_segment_t *seg = tes_large_list;
   while (seg != NULL) {
     tes_segment_t *next = seg->next;
