@@ -72,26 +72,36 @@ static void mark_list(const tes_page_t *page, const tes_block_t *b, uint8_t *fre
 #if !TES_SECURE
 /* Blocks of this page waiting in its heap's bin (the bin mixes pages). The
  * bin of a thread that is running changes under the walk, and a link read
- * from a block it just handed out is the program's data: follow only
- * 16-byte aligned links into a small/medium segment (mapped and readable
- * while the walk holds the segment lock, or while the walker owns the heap),
- * at most `limit` of them. */
-static bool in_small_segment(const void *p) {
-  if ((uintptr_t)p & 15) return false; /* not a block; an aligned read stays in its page */
-  return tes_segmap_get(p) == 1;
-}
-
+ * from a block it just handed out is the program's data: follow only links
+ * tes_maybe_small_block accepts, at most `limit` of them. */
 static void mark_bin(const tes_page_t *page, uint8_t *free_map) {
   const tes_bin_t *bin = page->bin;
   const uint8_t *lo = page->area, *hi = lo + (size_t)page->capacity * page->block_size;
   const tes_block_t *b = bin->head;
-  for (uint32_t n = 0; b != NULL && n < bin->limit && in_small_segment(b); n++, b = b->next) {
+  for (uint32_t n = 0; b != NULL && n < bin->limit && tes_maybe_small_block(b); n++, b = b->next) {
     if ((const uint8_t *)b < lo || (const uint8_t *)b >= hi) continue;
     size_t i = (size_t)((const uint8_t *)b - lo) / page->block_size;
     free_map[i >> 3] |= (uint8_t)(1u << (i & 7));
   }
 }
 #endif
+
+/* Blocks of this page that other threads freed while it sat in its heap's
+ * full queue: they wait on the heap's delayed list (which mixes pages) for
+ * the owner's next slow path, and the page still counts them as used (also
+ * after it left the full queue). Same care as mark_bin; at most
+ * TES_DELAYED_WALK_MAX links. */
+static void mark_delayed(const tes_page_t *page, uint8_t *free_map) {
+  const tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
+  if (heap == NULL) return;
+  const uint8_t *lo = page->area, *hi = lo + (size_t)page->capacity * page->block_size;
+  const tes_block_t *b = atomic_load_explicit(&heap->delayed_free, memory_order_acquire);
+  for (size_t n = 0; b != NULL && n < TES_DELAYED_WALK_MAX && tes_maybe_small_block(b); n++, b = b->next) {
+    if ((const uint8_t *)b < lo || (const uint8_t *)b >= hi) continue;
+    size_t i = (size_t)((const uint8_t *)b - lo) / page->block_size;
+    free_map[i >> 3] |= (uint8_t)(1u << (i & 7));
+  }
+}
 
 /* Visit the live blocks of one page; false when the visitor stopped. */
 static bool visit_page(const tes_page_t *page, tes_block_visitor_t *visit, void *arg) {
@@ -106,6 +116,7 @@ static bool visit_page(const tes_page_t *page, tes_block_visitor_t *visit, void 
 #if !TES_SECURE
   mark_bin(page, free_map);
 #endif
+  mark_delayed(page, free_map);
   tes_block_info_t info;
   info.usable_size = page->block_size - TES_PADDING;
   info.size_class = page->class_index;

@@ -44,12 +44,11 @@ void tes_stats_thread_exited(void) { atomic_fetch_add_explicit(&threads_exited, 
 void tes_stats_heap_abandoned(void) { atomic_fetch_add_explicit(&heaps_abandoned, 1, memory_order_relaxed); }
 void tes_stats_heap_reclaimed(void) { atomic_fetch_add_explicit(&heaps_reclaimed, 1, memory_order_relaxed); }
 
-/* Length of a page's free list, never leaving the page (safe to run on a page
- * another thread is using: a racing list can only give a wrong count). */
-static uint64_t bounded_free_count(const tes_page_t *page) {
+/* Length of one of a page's lists, never leaving the page (safe to run on a
+ * page another thread is using: a racing list can only give a wrong count). */
+static uint64_t bounded_count(const tes_page_t *page, const tes_block_t *b) {
   const uint8_t *lo = page->area, *hi = page->area + (size_t)page->reserved * page->block_size;
   uint64_t n = 0;
-  const tes_block_t *b = page->free;
   while (b != NULL && n <= page->capacity) {
     if ((const uint8_t *)b < lo || (const uint8_t *)b >= hi) break;
     n++;
@@ -68,22 +67,32 @@ static void compute(tes_stats_t *out) {
   add_counters(&total, &tes_orphan_counters);
   /* Bins (default build): a pop is a malloc and a free no page saw; a block
    * still in a bin was freed, and its page counts it as live. */
-  int64_t binned_bytes = 0;
+  int64_t parked_bytes = 0;
   tes_heaps_lock();
   for (tes_heap_t *h = tes_heaps_all; h != NULL; h = h->all_next) {
     add_counters(&total, &h->counters);
+    /* Blocks other threads freed into the heap's full pages, waiting on its
+     * delayed list for the owner's next slow path: freed, though their pages
+     * still count them (the links: see tes_maybe_small_block). */
+    const tes_block_t *b = atomic_load_explicit(&h->delayed_free, memory_order_acquire);
+    for (size_t n = 0; b != NULL && n < TES_DELAYED_WALK_MAX && tes_maybe_small_block(b); n++, b = b->next) {
+      const tes_page_t *page = tes_page_of(tes_segment_of(b), b);
+      if (!page->in_use || page->class_index >= TES_CLASS_COUNT) continue;
+      out->class_live_blocks[page->class_index]--;
+      parked_bytes += (int64_t)page->block_size;
+    }
     for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
       const tes_bin_t *bin = &h->bins[c];
       uint32_t held = tes_bin_held(bin);
       total.class_allocs[c] += tes_bin_pops(bin);
       total.class_local_frees[c] += tes_bin_pops(bin) + held;
       out->class_live_blocks[c] -= held;
-      binned_bytes += (int64_t)held * (int64_t)tes_class_size(c);
+      parked_bytes += (int64_t)held * (int64_t)tes_class_size(c);
     }
   }
   tes_heaps_unlock();
 
-  int64_t small_in_use = -binned_bytes;
+  int64_t small_in_use = -parked_bytes;
   tes_segments_lock();
   for (tes_segment_t *seg = tes_segments_all; seg != NULL; seg = seg->all_next) {
     for (uint32_t i = 1; i < seg->page_count; i++) {
@@ -92,9 +101,13 @@ static void compute(tes_stats_t *out) {
       unsigned c = page->class_index;
       if (c >= TES_CLASS_COUNT) continue;
       int64_t live = (int64_t)tes_page_live(page);
-      uint64_t allocs = page->installed - bounded_free_count(page);
-      out->class_live_blocks[c] += live;
-      small_in_use += live * (int64_t)page->block_size;
+      uint64_t allocs = page->installed - bounded_count(page, page->free);
+      /* Other threads' frees not collected yet: the page counts them as
+       * used until its owner collects them, but they are freed. */
+      uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
+      int64_t live_now = live - (int64_t)bounded_count(page, (const tes_block_t *)(tf & ~TES_TF_MASK));
+      out->class_live_blocks[c] += live_now;
+      small_in_use += live_now * (int64_t)page->block_size;
       total.class_allocs[c] += allocs;
       total.class_local_frees[c] += allocs - page->remote_collected - (uint64_t)(live - page->live_base);
     }

@@ -249,6 +249,53 @@ static void check_cross_thread(void) {
         DELTA(threads_started), DELTA(threads_exited));
 }
 
+/* Blocks another thread frees into a full page wait on the owner heap's
+ * delayed list until its next slow path, and the page still counts them as
+ * used: statistics and tes_heap_visit must count them as freed at once, not
+ * after the owner collects (they did not, before the fix that walks the
+ * delayed lists). */
+enum { PARKED_TOTAL = 200, PARKED_FREED = 10 };
+static void *parked[PARKED_TOTAL];
+
+static void *free_first_blocks(void *arg) {
+  (void)arg;
+  for (int i = 0; i < PARKED_FREED; i++) free(parked[i]);
+  return NULL;
+}
+
+static size_t parked_seen;
+static bool count_parked(const tes_block_info_t *block, void *arg) {
+  (void)arg;
+  for (int i = 0; i < PARKED_TOTAL; i++)
+    if (block->address == parked[i]) parked_seen++;
+  return true;
+}
+
+static void check_remote_into_full_page(void) {
+  API_GROUP("remote frees into full pages, before the owner collects");
+  tes_collect(false);
+  tes_stats_get(&s0);
+  for (int i = 0; i < PARKED_TOTAL; i++) {
+    parked[i] = malloc(1000); /* 1 KiB blocks: the first pages fill up */
+    REQUIRE(parked[i] != NULL, "malloc");
+  }
+  int c = class_of_size(&s0, tes_usable_size(parked[0]));
+  REQUIRE(c >= 0, "no class of %zu bytes", tes_usable_size(parked[0]));
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, free_first_blocks, NULL) == 0, "pthread_create");
+  pthread_join(t, NULL);
+  tes_stats_get(&s1); /* no malloc, no collect in between: the owner has not looked */
+  int64_t kept = PARKED_TOTAL - PARKED_FREED;
+  CHECK(DELTA(class_live_blocks[c]) == kept, "class %d live %+" PRId64 ", want %+" PRId64, c,
+        DELTA(class_live_blocks[c]), kept);
+  CHECK(DELTA(in_use.current) == kept * (int64_t)tes_usable_size(parked[PARKED_FREED]),
+        "in_use %+" PRId64 ", want %" PRId64 " blocks of %zu", DELTA(in_use.current), kept,
+        tes_usable_size(parked[PARKED_FREED]));
+  tes_heap_visit(NULL, count_parked, NULL);
+  CHECK(parked_seen == (size_t)kept, "tes_heap_visit saw %zu of the blocks, want %" PRId64, parked_seen, kept);
+  for (int i = PARKED_FREED; i < PARKED_TOTAL; i++) free(parked[i]);
+}
+
 static void check_gauges_consistent(void) {
   API_GROUP("gauges consistent");
   void *keep = malloc(5000);
@@ -391,6 +438,7 @@ int main(int argc, char **argv) {
   check_aligned_failed_inplace();
   check_large_and_os();
   check_cross_thread();
+  check_remote_into_full_page();
   check_gauges_consistent();
   check_glibc_views();
   check_stats_print();
