@@ -8,9 +8,12 @@
  *   owner frees into a page  = allocations - remote frees collected - growth
  *                              of its live count since the last fold
  * A page folds these into its heap's counters when it is retired or changes
- * owner; tes_stats_get adds the unfolded part of every page in use. Counts for
- * the calling thread and for exited threads are exact; for other running
- * threads they are read without stopping them (a snapshot, not a barrier).
+ * owner; tes_stats_get adds the unfolded part of every page in use. A block
+ * another thread freed counts as freed at once, though its page counts it
+ * until the owner collects it (the page's remote stack and the heap's
+ * delayed list are subtracted). Counts for the calling thread and for exited
+ * threads are exact; for other running threads they are read without
+ * stopping them (a snapshot, not a barrier).
  * Call counters are per API (a realloc that moves counts as one realloc, not
  * a malloc and a free). tes_stats_reset rebases the call counters only. */
 #include "internal.h"
