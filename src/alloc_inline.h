@@ -128,14 +128,26 @@ size_t tes_usable_size_slow(const void *p); /* alloc.c: every pointer, checked *
 /* malloc_usable_size. A block of a page this thread owns is found by the
  * free fast path's slice lookup and answered from its page; programs that
  * keep their own byte counts (redis's zmalloc) ask on every malloc and
- * free. The hardened build answers the requested size, from the block's
- * padding, on the checked path. */
+ * free. The hardened build answers the requested size its padding records,
+ * once the pointer proves to be a carved block's start; anything else
+ * (a size word that is no size: freed, or overwritten) takes the checked
+ * path. */
 TES_INLINE size_t tes_usable_size_inline(const void *p) {
-#if !TES_SECURE
   tes_heap_t *heap = tes_tls_heap;
   size_t slot;
-  if (tes_likely(tes_slice_hit(heap, p, &slot))) return heap->slice_page[slot]->block_size;
+  if (tes_likely(tes_slice_hit(heap, p, &slot))) {
+    const tes_page_t *page = heap->slice_page[slot];
+#if !TES_SECURE
+    return page->block_size;
+#else
+    size_t index;
+    if (tes_likely(tes_secure_block_index(page, p, &index) && index < page->capacity)) {
+      uint32_t requested;
+      memcpy(&requested, (const uint8_t *)p + page->block_size - sizeof requested, sizeof requested);
+      if (tes_likely(requested <= page->block_size - TES_PADDING)) return requested;
+    }
 #endif
+  }
   return tes_usable_size_slow(p);
 }
 
