@@ -327,10 +327,10 @@ TES_INLINE unsigned tes_segmap_get(const void *p) {
  * 16-byte aligned and inside a small/medium segment's first 4 MiB unit,
  * which stays mapped while the walker holds the segment lock or owns the
  * heap; an aligned read there stays inside one page. */
-#define TES_DELAYED_WALK_MAX ((size_t)1 << 20) /* links a statistics walk follows at most */
-static inline bool tes_maybe_small_block(const void *p) {
+TES_INLINE bool tes_maybe_small_block(const void *p) {
   return ((uintptr_t)p & 15) == 0 && tes_segmap_get(p) == 1;
 }
+#define TES_DELAYED_WALK_MAX ((size_t)1 << 20) /* delayed-list links such a walk follows at most */
 TES_INLINE tes_page_t *tes_page_of(tes_segment_t *seg, const void *p) {
   return &seg->pages[((uintptr_t)p & TES_SEGMENT_MASK) >> seg->page_shift];
 }
