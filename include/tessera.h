@@ -113,7 +113,7 @@ typedef enum tes_option_e {
   TES_OPTION_SEGMENT_CACHE,     /* fully free segments kept mapped for reuse */
   TES_OPTION_HUGE_PAGES,        /* transparent huge pages for segments (0/1) */
   TES_OPTION_PURGE_DECOMMIT,    /* 1: MADV_DONTNEED (RSS drops at once), 0: MADV_FREE */
-  TES_OPTION_SECURE,            /* hardened checks level (the secure build) */
+  TES_OPTION_SECURE,            /* read-only: 1 in the hardened build (libtessera-secure), else 0 */
   TES_OPTION_ABORT_ON_ERROR,    /* 1: abort on a detected heap error, 0: report and continue */
   TES_OPTION_BINS,              /* 1: per-class bins of recently freed blocks (default build), 0: off */
   TES_OPTION_COUNT

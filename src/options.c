@@ -18,7 +18,8 @@ static const tes_option_desc_t option_table[TES_OPTION_COUNT] = {
     [TES_OPTION_SEGMENT_CACHE] = {"segment_cache", 64, 0, 1024},
     [TES_OPTION_HUGE_PAGES] = {"huge_pages", 0, 0, 1},
     [TES_OPTION_PURGE_DECOMMIT] = {"purge_decommit", 1, 0, 1},
-    [TES_OPTION_SECURE] = {"secure", TES_SECURE ? 1 : 0, 0, TES_SECURE ? 2 : 0},
+    /* Read-only: which build this is (the checks are compiled in or not). */
+    [TES_OPTION_SECURE] = {"secure", TES_SECURE ? 1 : 0, TES_SECURE ? 1 : 0, TES_SECURE ? 1 : 0},
     [TES_OPTION_ABORT_ON_ERROR] = {"abort_on_error", 1, 0, 1},
     /* The hardened build has no bins (docs/RELIABILITY.md): 0 only. */
     [TES_OPTION_BINS] = {"bins", TES_SECURE ? 0 : 1, 0, TES_SECURE ? 0 : 1},

@@ -195,6 +195,11 @@ static void check_api(void) {
         tes_option_get(TES_OPTION_PURGE_DELAY_MS));
   tes_option_set(TES_OPTION_PURGE_DELAY_MS, before);
   CHECK(tes_option_set(TES_OPTION_SHOW_STATS, 2) == EINVAL, "show_stats accepted 2");
+  /* secure is read-only: it tells which build this is (the default one). */
+  CHECK(tes_option_get(TES_OPTION_SECURE) == 0, "the default build reads secure = %ld",
+        tes_option_get(TES_OPTION_SECURE));
+  CHECK(tes_option_set(TES_OPTION_SECURE, 1) == EINVAL && tes_option_get(TES_OPTION_SECURE) == 0,
+        "the default build accepted secure = 1");
   CHECK(tes_option_set(TES_OPTION_COUNT, 0) == EINVAL, "option index TES_OPTION_COUNT accepted");
   CHECK(tes_option_set((tes_option_t)-1, 0) == EINVAL, "option index -1 accepted");
   CHECK(tes_option_set(TES_OPTION_VERBOSE, 1) == 0 && tes_option_get(TES_OPTION_VERBOSE) == 1, "verbose 1 refused");
