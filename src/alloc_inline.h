@@ -140,12 +140,8 @@ TES_INLINE size_t tes_usable_size_inline(const void *p) {
 #if !TES_SECURE
     return page->block_size;
 #else
-    size_t index;
-    if (tes_likely(tes_secure_block_index(page, p, &index) && index < page->capacity)) {
-      uint32_t requested;
-      memcpy(&requested, (const uint8_t *)p + page->block_size - sizeof requested, sizeof requested);
-      if (tes_likely(requested <= page->block_size - TES_PADDING)) return requested;
-    }
+    uint32_t requested;
+    if (tes_likely(tes_secure_recorded_size(page, p, &requested))) return requested;
 #endif
   }
   return tes_usable_size_slow(p);

@@ -69,38 +69,28 @@ static void mark_list(const tes_page_t *page, const tes_block_t *b, uint8_t *fre
   }
 }
 
-#if !TES_SECURE
-/* Blocks of this page waiting in its heap's bin (the bin mixes pages). The
- * bin of a thread that is running changes under the walk, and a link read
- * from a block it just handed out is the program's data: follow only links
- * tes_maybe_small_block accepts, at most `limit` of them. */
-static void mark_bin(const tes_page_t *page, uint8_t *free_map) {
-  const tes_bin_t *bin = page->bin;
+/* Mark this page's blocks on a raw-linked list that mixes pages (a bin, a
+ * heap's delayed list). A running thread changes such a list under the walk,
+ * and a link read from a block it just handed out is the program's data:
+ * follow only links tes_maybe_small_block accepts, at most `limit` of them. */
+static void mark_mixed_list(const tes_page_t *page, const tes_block_t *b, size_t limit, uint8_t *free_map) {
   const uint8_t *lo = page->area, *hi = lo + (size_t)page->capacity * page->block_size;
-  const tes_block_t *b = bin->head;
-  for (uint32_t n = 0; b != NULL && n < bin->limit && tes_maybe_small_block(b); n++, b = b->next) {
+  for (size_t n = 0; b != NULL && n < limit && tes_maybe_small_block(b); n++, b = b->next) {
     if ((const uint8_t *)b < lo || (const uint8_t *)b >= hi) continue;
     size_t i = (size_t)((const uint8_t *)b - lo) / page->block_size;
     free_map[i >> 3] |= (uint8_t)(1u << (i & 7));
   }
 }
-#endif
 
 /* Blocks of this page that other threads freed while it sat in its heap's
- * full queue: they wait on the heap's delayed list (which mixes pages) for
- * the owner's next slow path, and the page still counts them as used (also
- * after it left the full queue). Same care as mark_bin; at most
- * TES_DELAYED_WALK_MAX links. */
+ * full queue: they wait on the heap's delayed list for the owner's next slow
+ * path, and the page still counts them as used (also after it left the full
+ * queue). */
 static void mark_delayed(const tes_page_t *page, uint8_t *free_map) {
   const tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
   if (heap == NULL) return;
-  const uint8_t *lo = page->area, *hi = lo + (size_t)page->capacity * page->block_size;
-  const tes_block_t *b = atomic_load_explicit(&heap->delayed_free, memory_order_acquire);
-  for (size_t n = 0; b != NULL && n < TES_DELAYED_WALK_MAX && tes_maybe_small_block(b); n++, b = b->next) {
-    if ((const uint8_t *)b < lo || (const uint8_t *)b >= hi) continue;
-    size_t i = (size_t)((const uint8_t *)b - lo) / page->block_size;
-    free_map[i >> 3] |= (uint8_t)(1u << (i & 7));
-  }
+  mark_mixed_list(page, atomic_load_explicit(&heap->delayed_free, memory_order_acquire), TES_DELAYED_WALK_MAX,
+                  free_map);
 }
 
 /* Visit the live blocks of one page; false when the visitor stopped. */
@@ -114,7 +104,7 @@ static bool visit_page(const tes_page_t *page, tes_block_visitor_t *visit, void 
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   mark_list(page, (const tes_block_t *)(tf & ~TES_TF_MASK), free_map);
 #if !TES_SECURE
-  mark_bin(page, free_map);
+  mark_mixed_list(page, page->bin->head, page->bin->limit, free_map); /* blocks waiting in the heap's bin */
 #endif
   mark_delayed(page, free_map);
   tes_block_info_t info;

@@ -554,14 +554,19 @@ TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested
  * be a block start. About 20 instructions, on the page's first cache line
  * and the block's last word; anything else goes to tes_secure_free_verdict,
  * which finds out what is wrong and reports it. */
-TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
-  size_t bs = page->block_size;
+/* p is a carved block's start and its size word records a requested size
+ * (not the freed tag, not overwritten): *requested. Small/medium pages. */
+TES_INLINE bool tes_secure_recorded_size(const tes_page_t *page, const void *p, uint32_t *requested) {
   size_t index;
   if (!tes_secure_block_index(page, p, &index) || index >= page->capacity) return false;
-  uint8_t *size_word = (uint8_t *)p + bs - sizeof(uint32_t);
+  memcpy(requested, (const uint8_t *)p + page->block_size - sizeof *requested, sizeof *requested);
+  return *requested <= page->block_size - TES_PADDING;
+}
+
+TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
   uint32_t requested;
-  memcpy(&requested, size_word, sizeof requested);
-  if (requested > bs - TES_PADDING) return false; /* freed already, or overwritten */
+  if (!tes_secure_recorded_size(page, p, &requested)) return false; /* not a block, freed already, or overwritten */
+  uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(uint32_t);
   uint32_t canary;
   memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
   if (canary != (uint32_t)page->keys[1]) return false;
