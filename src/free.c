@@ -51,8 +51,8 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
     if (delayed) {
       want = (tf & ~TES_TF_MASK) | TES_TF_FREEING;
     } else {
-      tes_block_set_next(page, block, (tes_block_t *)(tf & ~TES_TF_MASK));
-      want = (uintptr_t)block | (tf & TES_TF_MASK);
+      tes_block_set_next(page, block, tes_tf_list(tf));
+      want = (uintptr_t)block | ((tf & ~(TES_TF_LIST_MASK | TES_TF_MASK)) + TES_TF_COUNT_ONE) | (tf & TES_TF_MASK);
     }
   } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, want, memory_order_acq_rel,
                                                   memory_order_relaxed));

@@ -322,7 +322,7 @@ static bool page_to_full(tes_heap_t *heap, tes_page_t *page) {
     tes_page_set_delayed(page, TES_TF_USE_DELAYED);
     tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   }
-  if ((tf & ~TES_TF_MASK) != 0) return false; /* collect it first; the tag may stay */
+  if (tes_tf_list(tf) != NULL) return false; /* collect it first; the tag may stay */
   tes_heap_queue_remove(heap, page); /* unpins: used == live == reserved */
   page->in_full = 1;
   page->used = 1; /* trigger: the owner's next free into it calls out */

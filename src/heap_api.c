@@ -102,7 +102,7 @@ static bool visit_page(const tes_page_t *page, tes_block_visitor_t *visit, void 
   mark_list(page, page->free, free_map);
   mark_list(page, page->local_free, free_map);
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
-  mark_list(page, (const tes_block_t *)(tf & ~TES_TF_MASK), free_map);
+  mark_list(page, tes_tf_list(tf), free_map);
 #if !TES_SECURE
   mark_mixed_list(page, page->bin->head, page->bin->limit, free_map); /* blocks waiting in the heap's bin */
 #endif

@@ -88,6 +88,19 @@ static_assert(TES_MAX_ALIGNMENT >= ((size_t)1 << 20), "the API promises 1 MiB al
 #define TES_TF_USE_DELAYED ((uintptr_t)1) /* page is full: next remote free goes to the heap */
 #define TES_TF_FREEING ((uintptr_t)2)    /* a remote thread is pushing to page->heap now */
 #define TES_TF_MASK ((uintptr_t)3)
+/* The stack also counts its blocks in the word's top 16 bits (a page holds
+ * at most 4,096 blocks, and blocks live below 2^TES_ADDRESS_BITS), so the
+ * owner takes the whole stack, and knows its length, without walking it:
+ * the walk was one dependent cache miss per block, each in a line the
+ * freeing thread had just written. */
+#define TES_TF_COUNT_SHIFT 48
+#define TES_TF_COUNT_ONE ((uintptr_t)1 << TES_TF_COUNT_SHIFT)
+#define TES_TF_LIST_MASK ((TES_TF_COUNT_ONE - 1) & ~TES_TF_MASK)
+static_assert(TES_ADDRESS_BITS <= TES_TF_COUNT_SHIFT, "block addresses must leave the count bits free");
+static_assert(((size_t)1 << TES_MEDIUM_PAGE_SHIFT) / 16 < ((size_t)1 << (64 - TES_TF_COUNT_SHIFT)),
+              "a page's blocks fit the count bits");
+static inline struct tes_block_s *tes_tf_list(uintptr_t tf) { return (struct tes_block_s *)(tf & TES_TF_LIST_MASK); }
+static inline uint32_t tes_tf_count(uintptr_t tf) { return (uint32_t)(tf >> TES_TF_COUNT_SHIFT); }
 
 typedef enum { TES_SEG_SMALL = 0, TES_SEG_MEDIUM = 1, TES_SEG_LARGE = 2 } tes_segment_kind_t;
 

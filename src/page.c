@@ -74,18 +74,34 @@ bool tes_page_extend(tes_page_t *page) {
 size_t tes_page_collect(tes_page_t *page) {
   size_t remote = 0;
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
-  if ((tf & ~TES_TF_MASK) != 0) {
+  if (tes_tf_list(tf) != NULL) {
     while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, tf & TES_TF_MASK,
                                                   memory_order_acquire, memory_order_relaxed)) {
     }
-    tes_block_t *list = (tes_block_t *)(tf & ~TES_TF_MASK);
-    tes_block_t *tail = list;
-    remote = 1;
-    for (tes_block_t *n; (n = tes_block_next(page, tail)) != NULL; tail = n) remote++;
-    tes_block_set_next(page, tail, page->local_free);
-    page->local_free = list;
+    tes_block_t *list = tes_tf_list(tf);
+    remote = tes_tf_count(tf);
     page->used -= (uint32_t)remote;
     page->remote_collected += remote;
+    /* Splice without walking the remote list (its blocks are in the freeing
+     * threads' caches): it becomes local_free or free whole. Only when both
+     * are taken is a walk needed, and then of the remote list. */
+    if (page->local_free == NULL) {
+      page->local_free = list;
+    } else if (page->free == NULL) {
+      /* local_free moves to free; it holds every carved block that is not
+       * live, except the remote ones. */
+      page->installed += page->capacity - tes_page_live(page) - remote;
+      page->free = page->local_free;
+      page->free_is_zero = 0;
+      page->local_free = list;
+      return remote;
+    } else {
+      tes_block_t *tail = list;
+      for (tes_block_t *n; (n = tes_block_next(page, tail)) != NULL; tail = n) {
+      }
+      tes_block_set_next(page, tail, page->local_free);
+      page->local_free = list;
+    }
   }
   if (page->free == NULL && page->local_free != NULL) {
     /* Every carved block that is not live is now on local_free. */
@@ -117,7 +133,7 @@ static bool list_contains(const tes_page_t *page, const tes_block_t *list, const
 bool tes_page_contains_free(const tes_page_t *page, const tes_block_t *b) {
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   return list_contains(page, page->free, b) || list_contains(page, page->local_free, b) ||
-         list_contains(page, (const tes_block_t *)(tf & ~TES_TF_MASK), b);
+         list_contains(page, tes_tf_list(tf), b);
 }
 
 void tes_page_set_delayed(tes_page_t *page, uintptr_t state) {

@@ -108,7 +108,7 @@ static void compute(tes_stats_t *out) {
       /* Other threads' frees not collected yet: the page counts them as
        * used until its owner collects them, but they are freed. */
       uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
-      int64_t live_now = live - (int64_t)bounded_count(page, (const tes_block_t *)(tf & ~TES_TF_MASK));
+      int64_t live_now = live - (int64_t)tes_tf_count(tf);
       out->class_live_blocks[c] += live_now;
       small_in_use += live_now * (int64_t)page->block_size;
       total.class_allocs[c] += allocs;

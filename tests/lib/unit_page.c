@@ -105,6 +105,71 @@ int main(void) {
   CHECK(page->remote_collected == collected_before + 10, "remote_collected %lu",
         (unsigned long)page->remote_collected);
 
+  /* The remote stack carries its length in the word; collection splices it
+   * whole onto whichever list is empty, and walks it only when neither is. */
+  {
+    enum { SPLICE = 2048 };
+    void *s[32];
+    size_t n = 0;
+    s[n++] = tes_heap_malloc(heap, SPLICE);
+    tes_page_t *sp = tes_page_of(tes_segment_of(s[0]), s[0]);
+    /* At least 12 blocks out, and some carved ones left on `free`. */
+    while ((n < 12 || sp->free == NULL) && n < 28) {
+      s[n] = tes_heap_malloc(heap, SPLICE);
+      REQUIRE(tes_page_of(tes_segment_of(s[n]), s[n]) == sp, "splice block %zu from another page", n);
+      n++;
+    }
+    REQUIRE(sp->free != NULL && sp->local_free == NULL, "splice page: want free blocks and an empty local_free");
+    uint32_t live0 = tes_page_live(sp);
+
+    /* 1: local_free empty: the stack becomes local_free as it is. */
+    remote_free(s + 0, 3);
+    uintptr_t tf = atomic_load(&sp->xthread_free);
+    CHECK(tes_tf_count(tf) == 3 && tes_tf_list(tf) == s[2], "stack of 3: count %u head %p, want 3 and %p",
+          tes_tf_count(tf), (void *)tes_tf_list(tf), s[2]);
+    tes_block_t *free_before = sp->free;
+    CHECK(tes_page_collect(sp) == 3, "case 1: collected count");
+    CHECK(sp->local_free == s[2] && sp->free == free_before && tes_page_live(sp) == live0 - 3,
+          "case 1: local_free %p free %p live %u", (void *)sp->local_free, (void *)sp->free, tes_page_live(sp));
+    CHECK(atomic_load(&sp->xthread_free) == (tf & TES_TF_MASK), "case 1: stack not emptied");
+
+    /* 2: both lists hold blocks: the stack is walked onto local_free. */
+    tes_free(s[3]);
+    tes_free(s[4]);
+    remote_free(s + 5, 3);
+    CHECK(tes_page_collect(sp) == 3, "case 2: collected count");
+    size_t local_len = 0;
+    for (tes_block_t *b = sp->local_free; b != NULL && local_len < 64; b = tes_block_next(sp, b)) local_len++;
+    CHECK(local_len == 8, "case 2: local_free holds %zu blocks, want 3 + 2 + 3", local_len);
+    CHECK(tes_page_live(sp) == live0 - 8, "case 2: live %u, want %u", tes_page_live(sp), live0 - 8);
+
+    /* 3: free is empty: local_free moves to free and the stack takes its place. */
+    void *drained[32];
+    size_t d = 0;
+    while (sp->free != NULL && d < 32) drained[d++] = tes_heap_malloc(heap, SPLICE);
+    REQUIRE(sp->free == NULL, "could not drain the splice page's free list");
+    uint64_t installed = sp->installed;
+    remote_free(s + 8, 2);
+    CHECK(tes_page_collect(sp) == 2, "case 3: collected count");
+    size_t free_len = 0;
+    for (tes_block_t *b = sp->free; b != NULL && free_len < 64; b = tes_block_next(sp, b)) free_len++;
+    CHECK(free_len == 8 && sp->local_free == s[9], "case 3: free holds %zu (want 8), local_free %p (want %p)",
+          free_len, (void *)sp->local_free, s[9]);
+    CHECK(sp->installed == installed + 8, "case 3: installed grew by %lu, want 8",
+          (unsigned long)(sp->installed - installed));
+
+    /* Every freed block comes back exactly once. */
+    void *again[10];
+    for (size_t i = 0; i < 10; i++) {
+      again[i] = tes_heap_malloc(heap, SPLICE);
+      CHECK(tes_page_of(tes_segment_of(again[i]), again[i]) == sp, "block %zu of 10 came from another page", i);
+      for (size_t j = 0; j < i; j++) CHECK(again[j] != again[i], "block %p handed out twice", again[i]);
+    }
+    for (size_t i = 0; i < 10; i++) tes_free(again[i]);
+    for (size_t i = 0; i < d; i++) tes_free(drained[i]);
+    for (size_t i = 10; i < n; i++) tes_free(s[i]);
+  }
+
   /* Free everything: a non-head page that empties is retired to its segment. */
   for (size_t i = 15; i < per_page; i++) tes_free(blocks[i]);
   for (size_t i = 0; i < extras; i++) tes_free(extra[i]);
