@@ -110,7 +110,14 @@ static inline int fit_check_freeable(const char *who, fit_block_t *b) {
   return 1;
 }
 
-static void fit_push_remote(fit_arena_t *owner, fit_block_t *b) {
+static void fit_push_remote(const char *who, fit_arena_t *owner, fit_block_t *b) {
+  /* Freed twice by other threads before its owner took it back, the block
+   * would be pushed twice and link to itself: the owner's drain would never
+   * end. The header's byte says it is on its way already. */
+  if (__atomic_exchange_n(&b->remote_freed, 1, __ATOMIC_RELAXED)) {
+    fit_report_bad_free(who, fit_payload(b), "double free; ignored");
+    return;
+  }
   fit_block_t **link = (fit_block_t **)fit_payload(b);
   fit_block_t *head = atomic_load_explicit(&owner->remote_frees, memory_order_relaxed);
   do {
@@ -125,6 +132,7 @@ static void fit_drain_remote(fit_arena_t *a) {
   fit_block_t *b = atomic_exchange_explicit(&a->remote_frees, NULL, memory_order_acquire);
   while (b) {
     fit_block_t *next = *(fit_block_t **)fit_payload(b); /* read before free reuses it */
+    __atomic_store_n(&b->remote_freed, 0, __ATOMIC_RELAXED);
     if (fit_check_freeable("ts_free_nolock", b)) fit_arena_free(a, b);
     b = next;
   }
@@ -148,7 +156,7 @@ static __attribute__((noinline)) void fit_free_any(const char *who, void *ptr) {
   if (a == &fit_bf_arena || a == &fit_ff_arena) {
     if (fit_check_freeable(who, b)) fit_arena_free(a, b);
   } else if (a->id >= FIT_ARENA_THREAD0 && a != fit_my_arena) {
-    fit_push_remote(a, b);
+    fit_push_remote(who, a, b);
   } else if (a == &fit_locked_arena) {
     pthread_mutex_lock(&fit_locked_mutex);
     if (fit_check_freeable(who, b)) fit_arena_free(a, b);

@@ -74,7 +74,7 @@ static inline fit_block_t *fit_split_front_k(fit_arena_t *a, fit_block_t *b, siz
   rem->prev_units = (uint32_t)(need / FIT_ALIGN);
   rem->owner = (uint16_t)a->id;
   rem->prev_free = 0; /* b, in front of it, is in use */
-  rem->spare = 0;
+  rem->remote_freed = 0;
   fit_set_size(rem, rest, FIT_FREE | last);
   fit_index_insert_k(a, rem, kind);
   fit_set_size(b, need, 0);
@@ -92,7 +92,7 @@ static inline fit_block_t *fit_split_back_block(fit_arena_t *a, fit_block_t *b, 
   back->prev_units = (uint32_t)(rest / FIT_ALIGN);
   back->owner = (uint16_t)a->id;
   back->prev_free = 1; /* the free front */
-  back->spare = 0;
+  back->remote_freed = 0;
   fit_set_size(back, need, last);
   back->size_flags |= fit_stamp_now(a);
   fit_tell_successor(a, back, need, last, 0);
@@ -163,6 +163,10 @@ static inline __attribute__((always_inline)) void fit_arena_free_k(fit_arena_t *
     fit_block_t *prev = fit_prev_phys(b);
     size_t old = fit_size(prev);
     size += old;
+    /* b's header is now inside the merged block, but a second free of b
+     * still reads it: it must say free, or that free would tear a live
+     * neighbour out of the merged block. */
+    b->size_flags |= FIT_FREE;
     fit_set_size(prev, size, FIT_FREE | last);
     b = prev;
     fit_index_resized_k(a, b, old, kind);

@@ -86,7 +86,7 @@ static fit_block_t *fit_start_run(fit_arena_t *a, char *got, size_t len) {
   b->prev_units = 0;
   b->owner = (uint16_t)a->id;
   b->prev_free = 0;
-  b->spare = 0;
+  b->remote_freed = 0;
   fit_set_size(b, size, FIT_FREE | FIT_LAST);
   a->top_last = b;
   a->top_end = (char *)b + size;
@@ -144,7 +144,7 @@ fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need) {
       b->prev_units = (uint32_t)(fit_size(last) / FIT_ALIGN);
       b->owner = (uint16_t)a->id;
       b->prev_free = 0; /* last is in use, or it would have been grown */
-      b->spare = 0;
+      b->remote_freed = 0;
       fit_set_size(b, ask, FIT_FREE | FIT_LAST);
       last->size_flags &= ~FIT_LAST;
       a->top_last = b;

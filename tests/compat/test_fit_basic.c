@@ -362,6 +362,49 @@ static void case_bad_free(const fit_test_api_t *api) {
   CHECK_HEAP();
 }
 
+/* A block that merged into its free predecessor, freed again: its header
+ * lies inside the merged block now, and must still say free. Before, the
+ * second free tore the live neighbour out of the merged block and a later
+ * malloc handed out memory overlapping it. */
+static char *merged_block;
+static void do_free_merged_again(const fit_test_api_t *api) { api->release(merged_block); }
+
+static void case_double_free_merged(const fit_test_api_t *api) {
+  char *guard = api->alloc(64);
+  char *p[3];
+  for (int i = 0; i < 3; i++) p[i] = api->alloc(100);
+  /* In address order x < y < z, each the physical successor of the last. */
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++)
+      if (p[j] < p[i]) {
+        char *t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+      }
+  CHECK(fit_next_phys(fit_header_of(p[0])) == fit_header_of(p[1]));
+  CHECK(fit_next_phys(fit_header_of(p[1])) == fit_header_of(p[2]));
+  memset(p[2], 5, 100);
+  fit_arena_t *a = fit_test_arena_of(p[2]);
+  api->release(p[0]);
+  api->release(p[1]); /* merges into p[0]'s free block */
+  unsigned long fr = atomic_load(&a->free_bytes);
+  char msg[512];
+  merged_block = p[1];
+  capture_stderr(do_free_merged_again, api, msg, sizeof msg);
+  CHECK(strstr(msg, "double free; ignored"));
+  CHECK(atomic_load(&a->free_bytes) == fr);
+  CHECK_HEAP();
+  char *big = api->alloc(300); /* must not overlap the live z */
+  CHECK(big != NULL);
+  CHECK(big + 300 <= p[2] - FIT_HEADER_SIZE || big >= p[2] + 100);
+  memset(big, 9, 300);
+  for (int i = 0; i < 100; i++) CHECK(p[2][i] == 5);
+  api->release(big);
+  api->release(p[2]);
+  api->release(guard);
+  CHECK_HEAP();
+}
+
 /* Every free function sends a block home, whichever malloc made it. */
 static void case_cross_free(const fit_test_api_t *api) {
   for (size_t other = 0; other < FIT_TEST_API_COUNT; other++) {
@@ -386,7 +429,7 @@ int main(void) {
       {"segment_accounting", case_segment_accounting}, {"too_large", case_too_large},
       {"bad_free", case_bad_free},             {"bin_boundary", case_bin_boundary},               {"cross_free", case_cross_free},
       {"prev_hint", case_prev_hint},           {"carve_next_younger", case_carve_next_younger},
-      {"carve_prev_younger", case_carve_prev_younger},
+      {"carve_prev_younger", case_carve_prev_younger}, {"double_free_merged", case_double_free_merged},
   };
   const char *impl = getenv("TESSERA_FIT_IMPL");
   printf("implementation: %s\n", impl && strcmp(impl, "naive") == 0 ? "naive" : "fast");

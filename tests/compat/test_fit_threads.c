@@ -122,7 +122,74 @@ static int run(const char *which) {
   return 0;
 }
 
+/* A block freed twice by a thread that does not own it, before its owner
+ * takes it back. Before, it went onto the owner's remote stack twice and
+ * linked to itself: the owner's next ts_malloc_nolock looped for ever, or
+ * crashed when the block's predecessor was free. */
+static char *rdf_blocks[3];
+static pthread_barrier_t rdf_gate;
+static void *rdf_owner(void *arg) {
+  int free_predecessor = (int)(uintptr_t)arg;
+  for (int i = 0; i < 3; i++) CHECK((rdf_blocks[i] = ts_malloc_nolock(100)) != NULL);
+  for (int i = 0; i < 3; i++) /* address order */
+    for (int j = i + 1; j < 3; j++)
+      if (rdf_blocks[j] < rdf_blocks[i]) {
+        char *t = rdf_blocks[i];
+        rdf_blocks[i] = rdf_blocks[j];
+        rdf_blocks[j] = t;
+      }
+  for (int i = 0; i < 3; i++) memset(rdf_blocks[i], 'a' + i, 100);
+  CHECK(fit_next_phys(fit_header_of(rdf_blocks[0])) == fit_header_of(rdf_blocks[1]));
+  if (free_predecessor) ts_free_nolock(rdf_blocks[0]);
+  pthread_barrier_wait(&rdf_gate); /* the main thread frees the middle block twice */
+  pthread_barrier_wait(&rdf_gate);
+  for (int i = 0; i < 100; i++) { /* drains the remote stack */
+    char *q = ts_malloc_nolock(64);
+    CHECK(q != NULL);
+    memset(q, 'q', 64);
+    ts_free_nolock(q);
+  }
+  for (int k = free_predecessor ? 2 : 0; k < 3; k += 2) /* the blocks still live */
+    for (int i = 0; i < 100; i++) CHECK(rdf_blocks[k][i] == 'a' + k);
+  CHECK_HEAP();
+  if (!free_predecessor) ts_free_nolock(rdf_blocks[0]);
+  ts_free_nolock(rdf_blocks[2]);
+  CHECK_HEAP();
+  return NULL;
+}
+
+static int run_remote_double_free(void) {
+  for (int free_predecessor = 0; free_predecessor < 2; free_predecessor++) {
+    alarm(30); /* a drain that loops for ever fails here, not at the CTest timeout */
+    CHECK(pthread_barrier_init(&rdf_gate, NULL, 2) == 0);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, rdf_owner, (void *)(uintptr_t)free_predecessor) == 0);
+    pthread_barrier_wait(&rdf_gate);
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    int saved = dup(2);
+    dup2(fds[1], 2);
+    close(fds[1]);
+    ts_free_nolock(rdf_blocks[1]);
+    ts_free_nolock(rdf_blocks[1]);
+    dup2(saved, 2);
+    close(saved);
+    char msg[512];
+    ssize_t n = read(fds[0], msg, sizeof msg - 1);
+    msg[n > 0 ? n : 0] = 0;
+    close(fds[0]);
+    CHECK(strstr(msg, "ts_free_nolock") && strstr(msg, "double free; ignored"));
+    pthread_barrier_wait(&rdf_gate);
+    CHECK(pthread_join(t, NULL) == 0);
+    pthread_barrier_destroy(&rdf_gate);
+    alarm(0);
+    printf("ok   remote double free%s\n", free_predecessor ? ", predecessor free" : "");
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "remote_double_free") == 0) return run_remote_double_free();
   if (argc > 1) return run(argv[1]);
-  return run("lock") || run("nolock");
+  return run("lock") || run("nolock") || run_remote_double_free();
 }
