@@ -340,6 +340,24 @@ static int null_result(const lab_policy_t *pol, const trace_t *t, size_t i, uint
                   mem_cap() - mem_heapsize());
 }
 
+/* How many ops apart the checker runs: check_every, stretched so that a
+ * budget of B gives at most B runs per trace. The stride is rounded up, so
+ * N ops give floor(N / ceil(N / B)) <= B runs; when that leaves ops after
+ * the last run, it is below B and the run at the end still fits. */
+static size_t checker_stride(const driver_config_t *cfg, size_t num_ops) {
+  size_t every = cfg->check_every;
+  if (!every || !cfg->check_budget) return every;
+  size_t needed = num_ops / cfg->check_budget + (num_ops % cfg->check_budget != 0);
+  return needed > every ? needed : every;
+}
+
+/* The policy's checker, counted (driver_result_t.checks) so a caller can
+ * see what --check-budget allowed. */
+static int run_checker(const lab_policy_t *pol, driver_result_t *out, char *err, size_t len) {
+  out->checks++;
+  return pol->check(err, len);
+}
+
 static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t *t,
                             const driver_config_t *cfg, size_t align, driver_result_t *out) {
   char check_err[256];
@@ -354,9 +372,7 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
   }
   current_trace = t;
   current_policy = pol->name;
-  size_t every = cfg->check_every;
-  if (every && cfg->check_budget && t->num_ops / cfg->check_budget > every)
-    every = (t->num_ops + cfg->check_budget - 1) / cfg->check_budget;
+  size_t every = checker_stride(cfg, t->num_ops);
   int rc = 0;
   for (size_t i = 0; i < t->num_ops && rc == 0; i++) {
     current_op = i;
@@ -417,10 +433,13 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
     }
     }
     if (rc == 0 && pol->check && every && (i + 1) % every == 0 &&
-        pol->check(check_err, sizeof check_err) != 0)
+        run_checker(pol, out, check_err, sizeof check_err) != 0)
       rc = op_error(out, t, i, "heap check failed after this op: %s", check_err);
   }
-  if (rc == 0 && pol->check && pol->check(check_err, sizeof check_err) != 0)
+  /* The checker always has the last word; when it ran after the last op
+   * that was it (the same heap again would only cost a budgeted run). */
+  bool checked_last = every && t->num_ops && t->num_ops % every == 0;
+  if (rc == 0 && pol->check && !checked_last && run_checker(pol, out, check_err, sizeof check_err) != 0)
     snprintf(out->error, sizeof out->error, "%s: heap check failed at the end: %s", t->name,
              check_err), rc = 1;
   current_trace = NULL;

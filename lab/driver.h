@@ -23,8 +23,9 @@
 typedef struct driver_config_s {
   size_t align;         /* 8 or 16; 0 = per trace: 8 for classic headers, 16 otherwise */
   size_t check_every;   /* run policy->check() after every Nth op; 0 = only at the end */
-  size_t check_budget;  /* at most about this many checker runs per trace, evenly
-                           spaced (stretches check_every on long traces); 0 = no limit */
+  size_t check_budget;  /* at most this many checker runs per trace, evenly spaced, the
+                           one at the end included (stretches check_every on long
+                           traces); 0 = no limit. No effect when check_every is 0 */
   bool check_only;      /* correctness pass only: no timed passes */
   unsigned runs;        /* timed passes per trace (median); 0 = 1 */
 } driver_config_t;
@@ -42,6 +43,7 @@ typedef struct driver_result_s {
   double util;          /* peak live payload / heap size, 0-1 */
   uint64_t ops;
   uint64_t heap_bytes;  /* heap size at the end of the correctness pass */
+  uint64_t checks;      /* policy->check() runs in the correctness pass (the end's included) */
   double secs;          /* median timed pass */
   char error[DRIVER_ERR_MAX];  /* "trace:line: op N (a 5 100): what" when !valid */
 } driver_result_t;

@@ -18,9 +18,12 @@
  * first use (python3 -m venv + pip; no root).
  *
  * Results go to DIR/<UTC timestamp>/ (DIR defaults to ./bench-results) and
- * DIR/latest points at the newest. Exit status: 0 when the suite ran (failed
- * runs are results, shown in the report), 2 for a usage error, 1 when the
- * results could not be written. */
+ * DIR/latest points at the newest. `--from DIR` rebuilds DIR's reports from
+ * its results.csv: every record, under another --baseline, --metric or
+ * --no-charts; an option that only shapes a run, or a baseline absent from
+ * the records, is a usage error there. Exit status: 0 when the suite ran
+ * (failed runs are results, shown in the report), 2 for a usage error, 1
+ * when the results could not be read or written. */
 #define _GNU_SOURCE
 #include "commands.h"
 
@@ -66,6 +69,7 @@ typedef struct bench_config_s {
   int list;
   bench_metric_t metric;
   int baseline_given;
+  const char *run_option;   /* first option given that only matters when running */
   bench_allocator_t custom[MAX_ALLOCS];
   size_t n_custom;
 } bench_config_t;
@@ -132,7 +136,8 @@ static void usage(FILE *out) {
           "  --no-charts          do not draw PNG charts\n"
           "  --out DIR            results root (default: bench-results); results go to\n"
           "                       DIR/<timestamp>/ and DIR/latest points at them\n"
-          "  --from DIR           rebuild the report of DIR/results.csv, run nothing\n"
+          "  --from DIR           rebuild the report of DIR/results.csv, run nothing; with\n"
+          "                       it only --baseline, --metric and --no-charts apply\n"
           "  --metric M           time the ratios compare: work (the workload's measured\n"
           "                       region, else wall; default), wall, or cpu (user+sys)\n"
           "  --list               list workloads, allocators and trace sets\n");
@@ -152,6 +157,51 @@ static int parse_positive(const char *opt, const char *v, double min, double max
   return 0;
 }
 
+/* A whole number in min..max (--runs, one of --threads' counts). */
+static int parse_whole(const char *opt, const char *v, int min, int max, int *out) {
+  double d;
+  if (parse_positive(opt, v, min, max, &d)) return -1;
+  if (d != floor(d)) {
+    fprintf(stderr, "tessera bench: %s wants a whole number in %d..%d, not '%s'\n", opt, min, max, v);
+    return -1;
+  }
+  *out = (int)d;
+  return 0;
+}
+
+/* --threads N,M: up to 8 counts, none empty ('' and '2,,4' are errors, not
+ * the default counts). */
+static int parse_threads(const char *v, bench_config_t *c) {
+  c->n_threads = 0;
+  for (const char *p = v;; p++) {
+    size_t n = strcspn(p, ",");
+    char tok[64];
+    if (n == 0 || n >= sizeof tok) {
+      fprintf(stderr, "tessera bench: --threads wants thread counts separated by commas (e.g. 2,4), not '%s'\n", v);
+      return -1;
+    }
+    if (c->n_threads == 8) {
+      fprintf(stderr, "tessera bench: at most 8 thread counts\n");
+      return -1;
+    }
+    snprintf(tok, sizeof tok, "%.*s", (int)n, p);
+    if (parse_whole("--threads", tok, 1, 1024, &c->thread_list[c->n_threads])) return -1;
+    c->n_threads++;
+    p += n;
+    if (!*p) return 0;
+  }
+}
+
+/* Options that only shape a run of the suite; --from runs nothing, so they
+ * would be silently ignored there (the report covers every record). */
+static int only_for_running(const char *opt) {
+  static const char *const names[] = {"--quick", "--full", "--runs", "--scale", "--timeout", "--allocators",
+                                      "--workloads", "--out", "--threads", "--allocator"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(opt, names[i])) return 1;
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, bench_config_t *c) {
   memset(c, 0, sizeof *c);
   c->runs = 3;
@@ -165,6 +215,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     double d;
+    if (!c->run_option && only_for_running(a)) c->run_option = a;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       exit(0);
@@ -183,8 +234,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
     } else {
       i++;
       if (!strcmp(a, "--runs")) {
-        if (parse_positive(a, v, 1, 1000, &d) || d != floor(d)) return -1;
-        c->runs = (int)d;
+        if (parse_whole(a, v, 1, 1000, &c->runs)) return -1;
         runs_given = 1;
       } else if (!strcmp(a, "--scale")) {
         if (parse_positive(a, v, 0.001, 1000, &d)) return -1;
@@ -209,17 +259,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
           return -1;
         }
       } else if (!strcmp(a, "--threads")) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", v);
-        c->n_threads = 0;
-        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-          if (parse_positive(a, tok, 1, 1024, &d) || d != floor(d)) return -1;
-          if (c->n_threads == 8) {
-            fprintf(stderr, "tessera bench: at most 8 thread counts\n");
-            return -1;
-          }
-          c->thread_list[c->n_threads++] = (int)d;
-        }
+        if (parse_threads(v, c)) return -1;
       } else if (!strcmp(a, "--allocator")) {
         const char *eq = strchr(v, '=');
         if (!eq || eq == v || !eq[1] || c->n_custom == MAX_ALLOCS) {
@@ -692,21 +732,40 @@ static int read_machine_field(const char *dir, const char *key, char *out, size_
   return found;
 }
 
+/* A --baseline the records do not have would give a table of n/a: refused
+ * as a usage error (like a run's), naming the allocators there are. */
+static int baseline_missing(const bench_table_t *t, const char *baseline, const char *csv) {
+  if (t->baseline >= 0) return 0;
+  fprintf(stderr, "tessera bench: baseline '%s' is not among the allocators of %s (", baseline, csv);
+  for (size_t a = 0; a < t->n_allocs; a++) fprintf(stderr, "%s%s", a ? ", " : "", t->allocs[a]);
+  fprintf(stderr, "%s)\n", t->n_allocs ? "" : "none");
+  return 1;
+}
+
+/* Prints the table and writes report.md, results.json and the charts.
+ * Returns the exit status: 0, 1 when the results cannot be read or the
+ * reports written, 2 (nothing written) when rebuilding (--from) with a
+ * --baseline absent from the records; a run checked its baseline before. */
 static int write_reports(const char *dir, const char *command, const char *baseline, int baseline_given,
-                         bench_metric_t metric, int charts_wanted) {
+                         bench_metric_t metric, int charts_wanted, int rebuilding) {
   char path[PATH_MAX], err[PATH_MAX + 128], machine[512], date[64];
   snprintf(path, sizeof path, "%s/results.csv", dir);
   bench_record_t *recs;
   size_t n;
   if (bench_csv_read(path, &recs, &n, err, sizeof err)) {
     fprintf(stderr, "tessera bench: %s\n", err);
-    return -1;
+    return 1;
   }
   bench_table_t table;
   if (bench_table_build_metric(recs, n, baseline, metric, &table)) {
     fprintf(stderr, "tessera bench: out of memory building the report\n");
     free(recs);
-    return -1;
+    return 1;
+  }
+  if (rebuilding && baseline_given && baseline_missing(&table, baseline, path)) {
+    bench_table_free(&table);
+    free(recs);
+    return 2;
   }
   if (table.baseline < 0 && !baseline_given && table.n_allocs > 0) {
     /* Runs without the default baseline (--from on an --allocators run). */
@@ -717,7 +776,7 @@ static int write_reports(const char *dir, const char *command, const char *basel
     if (bench_table_build_metric(recs, n, baseline, metric, &table)) {
       fprintf(stderr, "tessera bench: out of memory building the report\n");
       free(recs);
-      return -1;
+      return 1;
     }
   }
   bench_table_print(stdout, &table);
@@ -741,7 +800,7 @@ static int write_reports(const char *dir, const char *command, const char *basel
   if (rc) fprintf(stderr, "tessera bench: could not write the reports in %s\n", dir);
   bench_table_free(&table);
   free(recs);
-  return rc;
+  return rc ? 1 : 0;
 }
 
 /* ---- --list -------------------------------------------------------------- */
@@ -805,19 +864,24 @@ int cmd_bench(int argc, char **argv) {
     snprintf(command + used, sizeof command - used, " %s", argv[i]);
   }
   if (c.from_dir) {
+    if (c.run_option) {
+      fprintf(stderr, "tessera bench: %s only shapes a run of the suite, and --from runs nothing "
+              "(with --from: --baseline, --metric, --no-charts)\n", c.run_option);
+      return 2;
+    }
     /* The report names the command and date that measured (machine.txt);
      * the rebuild is a note. */
     char original[2048];
     int found = read_machine_field(c.from_dir, "command", original, sizeof original);
     measured_date[0] = '\0';
     read_machine_field(c.from_dir, "date", measured_date, sizeof measured_date);
-    if (!found) return write_reports(c.from_dir, command, c.baseline, c.baseline_given, c.metric, c.charts) ? 1 : 0;
+    if (!found) return write_reports(c.from_dir, command, c.baseline, c.baseline_given, c.metric, c.charts, 1);
     if (n_notes < MAX_NOTES) {
       char note[2100];
       snprintf(note, sizeof note, "report rebuilt from results.csv by: %s", command);
       notes[n_notes++] = strdup(note);
     }
-    return write_reports(c.from_dir, original, c.baseline, c.baseline_given, c.metric, c.charts) ? 1 : 0;
+    return write_reports(c.from_dir, original, c.baseline, c.baseline_given, c.metric, c.charts, 1);
   }
 
   printf("tessera bench: %s\n", c.quick == 1 ? "quick smoke run" : c.quick == -1 ? "full suite" : "default suite");
@@ -983,7 +1047,7 @@ int cmd_bench(int argc, char **argv) {
   fclose(failures);
   printf("%zu runs in %.0f s, %zu failed\n", done, (double)time(NULL) - suite_start, failed);
 
-  int rc = write_reports(dir, command, c.baseline, 1, c.metric, c.charts);
+  int rc = write_reports(dir, command, c.baseline, 1, c.metric, c.charts, 0);
   point_latest(c.out_root, stamp);
   printf("\nresults: %s/ (results.csv, results.json, report.md, machine.txt, charts)\n", dir);
   return rc ? 1 : 0;

@@ -69,8 +69,8 @@ static void lab_usage(FILE *out) {
     "  --check                  run the policy's heap checker after every operation\n"
     "  --check-every N          ... after every Nth operation (implies --check); the\n"
     "                           checker always runs once at the end of each trace\n"
-    "  --check-budget N         at most about N checker runs per trace, evenly spaced\n"
-    "                           (stretches --check/--check-every on long traces)\n"
+    "  --check-budget N         caps --check/--check-every at N checker runs per trace,\n"
+    "                           evenly spaced, on long traces (nothing without them)\n"
     "  --check-only             correctness pass only: no timed runs, no throughput,\n"
     "                           no perf index (fast; what the test suite uses)\n"
     "  --heap-cap BYTES         cap of the simulated heap (suffix K, M, G, T; default\n"
@@ -101,11 +101,11 @@ static void gen_usage(FILE *out) {
     "\n"
     "Write a malloc-lab trace (classic header format) of one stress pattern. The same\n"
     "options always give the same file. With 'all', -o names a directory that gets\n"
-    "one PATTERN.rep per pattern. -o - writes to standard output.\n"
+    "one PATTERN.rep per pattern. -o - writes one PATTERN to standard output.\n"
     "\n"
     "  --seed N          PRNG seed (default 1)\n"
     "  --ops N           about this many requests (default: per pattern)\n"
-    "  --max-size BYTES  largest request (default: per pattern)\n"
+    "  --max-size BYTES  largest request (default: per pattern; largemem: at least 6G)\n"
     "  --chains N        realloc: number of interleaved growth chains (default 4)\n"
     "  -o FILE|DIR       where to write (required)\n"
     "\nPatterns:\n");
@@ -163,6 +163,29 @@ static int write_text(const char *path, const char *text, size_t len) {
   return rc;
 }
 
+/* largemem exists to ask for blocks beyond the narrow block format: huge
+ * blocks of 3 GiB and more, two of them freed and asked for again as one,
+ * and a realloc past 4 GiB (lab/tracegen.c, gen_largemem). Every request is
+ * clamped to --max-size, so below this there would be no such block. */
+#define LARGEMEM_MIN_MAX_SIZE ((uint64_t)6 << 30)
+
+/* Options that cannot give what was asked for: refused with a message
+ * rather than writing something else. Returns 1 when refused. */
+static int gen_params_unfit(const char *pattern, const char *output, const tracegen_params_t *params) {
+  if (!strcmp(pattern, "all") && !strcmp(output, "-")) {
+    fprintf(stderr, "tessera lab gen: 'all' writes one file per pattern into a directory; "
+            "-o - (standard output) takes a single PATTERN\n");
+    return 1;
+  }
+  if (!strcmp(pattern, "largemem") && params->max_size && params->max_size < LARGEMEM_MIN_MAX_SIZE) {
+    fprintf(stderr, "tessera lab gen: largemem needs --max-size of at least 6G (its huge blocks are "
+            "3 GiB and up, two of them are asked for again as one, and a realloc goes past 4 GiB); "
+            "got %llu bytes\n", (unsigned long long)params->max_size);
+    return 1;
+  }
+  return 0;
+}
+
 static int cmd_lab_gen(int argc, char **argv) {
   static const struct option opts[] = {
     {"seed", required_argument, 0, 's'}, {"ops", required_argument, 0, 'n'},
@@ -210,6 +233,7 @@ static int cmd_lab_gen(int argc, char **argv) {
   }
   const char *pattern = argv[optind];
   char err[256];
+  if (gen_params_unfit(pattern, output, &params)) return 2;
   if (strcmp(pattern, "all") != 0) {
     char *text;
     size_t len;
@@ -285,6 +309,21 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* dir/name and its path, as load_dir names the files it loads. */
+static void join_path(char *out, size_t len, const char *dir, const char *name) {
+  size_t dl = strlen(dir);
+  snprintf(out, len, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", name);
+}
+
+/* A folder named like a trace (x.rep/) is not one: skipped when scanning.
+ * Anything else that cannot be read is left for load_one to report. */
+static bool is_directory(const char *dir, const char *name) {
+  char path[PATH_MAX];
+  struct stat st;
+  join_path(path, sizeof path, dir, name);
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static int load_dir(trace_list_t *l, const char *dir) {
   DIR *d = opendir(dir);
   if (!d) {
@@ -297,7 +336,7 @@ static int load_dir(trace_list_t *l, const char *dir) {
   struct dirent *e;
   while ((e = readdir(d))) {
     size_t len = strlen(e->d_name);
-    if (len < 5 || strcmp(e->d_name + len - 4, ".rep") != 0) continue;
+    if (len < 5 || strcmp(e->d_name + len - 4, ".rep") != 0 || is_directory(dir, e->d_name)) continue;
     if (n == cap) {
       cap = cap ? cap * 2 : 32;
       char **nn = realloc(names, cap * sizeof *nn);
@@ -316,8 +355,7 @@ static int load_dir(trace_list_t *l, const char *dir) {
   if (n) qsort(names, n, sizeof *names, cmp_str);
   for (size_t i = 0; i < n && rc == 0; i++) {
     char path[PATH_MAX];
-    size_t dl = strlen(dir);
-    snprintf(path, sizeof path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", names[i]);
+    join_path(path, sizeof path, dir, names[i]);
     rc = load_one(l, path);
   }
   for (size_t i = 0; i < n; i++) free(names[i]);
@@ -614,7 +652,8 @@ static void print_json(const policy_run_t *runs, size_t n_runs, const trace_list
       printf(", \"kops\": ");
       json_number(r->valid && r->timed && r->secs > 0, "%.1f",
                   r->secs > 0 ? (double)r->ops / r->secs / 1000 : 0);
-      printf(", \"align\": %zu, \"error\": ", r->align);
+      printf(", \"align\": %zu, \"checks\": %llu, \"error\": ", r->align,
+             (unsigned long long)r->checks);
       if (r->valid) fputs("null", stdout);
       else json_string(r->error);
       putchar('}');
@@ -634,6 +673,31 @@ static void print_json(const policy_run_t *runs, size_t n_runs, const trace_list
 }
 
 /* ---- options ---------------------------------------------------------------------------- */
+
+/* --policy A,B: the names point into argv (split in place). An empty name
+ * ('', ',', 'A,,B') is an error, not a request for the default policy. */
+static int add_policy_names(lab_args_t *a, char *list) {
+  for (const char *p = list;; p++) {
+    size_t n = strcspn(p, ",");
+    if (n == 0) {
+      fprintf(stderr, "tessera lab: --policy '%s': empty policy name (several go as --policy A,B; "
+              "see --list-policies)\n", list);
+      return -1;
+    }
+    p += n;
+    if (!*p) break;
+  }
+  for (char *name = list; name;) {
+    char *comma = strchr(name, ',');
+    if (comma) *comma++ = '\0';
+    const char **names = realloc(a->policy_names, (a->n_policy_names + 1) * sizeof *names);
+    if (!names) return -1;
+    a->policy_names = names;
+    a->policy_names[a->n_policy_names++] = name;
+    name = comma;
+  }
+  return 0;
+}
 
 static int parse_args(int argc, char **argv, lab_args_t *a) {
   enum { O_POLICY = 256, O_COMPARE, O_SYSTEM, O_LIST, O_ALIGN, O_CSV, O_JSON, O_CHECK,
@@ -657,16 +721,9 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
   opterr = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
-    case O_POLICY: {
-      /* A comma list; the names point into argv (split in place). */
-      for (char *name = strtok(optarg, ","); name; name = strtok(NULL, ",")) {
-        const char **names = realloc(a->policy_names, (a->n_policy_names + 1) * sizeof *names);
-        if (!names) return -1;
-        a->policy_names = names;
-        a->policy_names[a->n_policy_names++] = name;
-      }
+    case O_POLICY:
+      if (add_policy_names(a, optarg) < 0) return -1;
       break;
-    }
     case O_COMPARE: a->compare = true; break;
     case O_SYSTEM: a->system = true; break;
     case O_LIST: a->list_policies = true; break;
@@ -692,8 +749,7 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
         fprintf(stderr, "tessera lab: --check-budget needs a positive count, not '%s'\n", optarg);
         return -1;
       }
-      a->cfg.check_budget = (size_t)v;
-      if (!a->cfg.check_every) a->cfg.check_every = 1;
+      a->cfg.check_budget = (size_t)v;  /* a cap on --check/--check-every, nothing alone */
       break;
     case O_CHECK_ONLY: a->cfg.check_only = true; break;
     case O_HEAP_CAP:
@@ -814,7 +870,7 @@ int cmd_lab(int argc, char **argv) {
     if (stat(a.paths[i], &st) != 0) {
       int e = errno;
       bool is_policy = lab_policy_find(a.paths[i]) || !strcmp(a.paths[i], "system");
-      fprintf(stderr, "%s: %s%s\n", a.paths[i], strerror(e),
+      fprintf(stderr, "%s: cannot open: %s%s\n", a.paths[i], strerror(e),
               is_policy ? " (a policy name: several policies go as --policy A,B)" : "");
       goto out;
     }

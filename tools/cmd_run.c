@@ -6,7 +6,8 @@
  * front of LD_PRELOAD, sets the libtessera environment options the flags ask
  * for, forks, execs PROGRAM (searched in PATH) and waits. The exit status is
  * PROGRAM's, or 128+N when a signal N killed it (as a shell reports it);
- * 127/126 when PROGRAM cannot be found/executed, 2 for a usage error.
+ * 127/126 when PROGRAM cannot be found/executed, 2 for a usage error or a
+ * library that is missing or not an ELF shared object.
  *
  * `--help` lists libtessera's options. The list is not written here: it is
  * read at run time from the library itself by dlopen'ing it and calling
@@ -22,6 +23,7 @@
 
 #include <ctype.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -90,8 +92,28 @@ static int parse_run_args(int argc, char **argv, run_args_t *args) {
   return 0;
 }
 
+/* The dynamic loader skips a preload it cannot load with only a warning,
+ * and PROGRAM would then run on the C library's malloc as if all were
+ * well: so the file must be an ELF shared object of this machine's class
+ * (ET_DYN; a PIE executable is one too, and the loader says so). Returns
+ * NULL, or why not. */
+static const char *not_a_shared_object(const char *path) {
+  unsigned char ident[EI_NIDENT + 2];
+  FILE *f = fopen(path, "rb");
+  if (!f) return strerror(errno);
+  size_t got = fread(ident, 1, sizeof ident, f);
+  fclose(f);
+  if (got < sizeof ident || memcmp(ident, ELFMAG, SELFMAG) != 0) return "not an ELF file";
+  if (ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
+    return "an ELF file of the other word size";
+  /* e_type follows e_ident, in the file's byte order. */
+  unsigned type = ident[EI_DATA] == ELFDATA2MSB ? (unsigned)ident[EI_NIDENT] << 8 | ident[EI_NIDENT + 1]
+                                                : (unsigned)ident[EI_NIDENT + 1] << 8 | ident[EI_NIDENT];
+  return type == ET_DYN ? NULL : "an ELF file but not a shared object";
+}
+
 /* The library to preload, as an absolute path in `out`; false (with a
- * message) when it does not exist. */
+ * message) when it does not exist or is no shared library. */
 static bool resolve_library(const run_args_t *args, char *out, size_t size) {
   char wanted[PATH_MAX];
   if (args->lib)
@@ -103,6 +125,11 @@ static bool resolve_library(const run_args_t *args, char *out, size_t size) {
   if (access(wanted, R_OK) != 0 || realpath(wanted, resolved) == NULL) {
     fprintf(stderr, "tessera run: cannot read the library %s: %s%s\n", wanted, strerror(errno),
             args->lib ? "" : " (build it first: make)");
+    return false;
+  }
+  const char *why = not_a_shared_object(resolved);
+  if (why) {
+    fprintf(stderr, "tessera run: %s cannot be preloaded: %s\n", wanted, why);
     return false;
   }
   snprintf(out, size, "%s", resolved);

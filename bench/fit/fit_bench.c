@@ -25,16 +25,27 @@ static double cpu_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void usage(const char *prog, const char *why) {
-  fprintf(stderr,
-          "%s: %s\n"
+static void print_usage(FILE *out, const char *prog) {
+  fprintf(out,
           "usage: %s [--impl ff|bf|malloc] [--naive] [--iters N] [--seed N]\n"
           "  --impl    allocator: first fit, best fit (libmymalloc) or plain malloc (default bf)\n"
           "  --naive   the linear-scan versions (same as TESSERA_FIT_IMPL=naive)\n"
           "  --iters   iterations of the workload (default: the assignment's)\n"
           "  --seed    srand seed of the random workloads (default 0, the assignment's)\n",
-          prog, why, prog);
+          prog);
+}
+
+/* A usage error: what is wrong, the usage, status 2. */
+static void usage(const char *prog, const char *why) {
+  fprintf(stderr, "%s: %s\n", prog, why);
+  print_usage(stderr, prog);
   exit(2);
+}
+
+/* The value of the option at argv[*i], which must have one. */
+static const char *option_value(int argc, char **argv, int *i, const char *why) {
+  if (*i + 1 >= argc) usage(argv[0], why);
+  return argv[++*i];
 }
 
 static void free_plain(void *p) { free(p); }
@@ -47,21 +58,24 @@ void fit_bench_init(fit_bench_t *fb, const char *workload, long default_iters, i
   fb->iters = default_iters;
   int naive = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc) {
-      fb->impl = argv[++i];
+    if (strcmp(argv[i], "--impl") == 0) {
+      fb->impl = option_value(argc, argv, &i, "--impl needs a value: ff, bf or malloc");
     } else if (strcmp(argv[i], "--naive") == 0) {
       naive = 1;
-    } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
+    } else if (strcmp(argv[i], "--iters") == 0) {
+      const char *v = option_value(argc, argv, &i, "--iters needs a positive integer");
       char *end;
-      fb->iters = strtol(argv[++i], &end, 10);
-      if (*end || fb->iters <= 0) usage(argv[0], "--iters needs a positive integer");
-    } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+      fb->iters = strtol(v, &end, 10);
+      if (end == v || *end || fb->iters <= 0) usage(argv[0], "--iters needs a positive integer");
+    } else if (strcmp(argv[i], "--seed") == 0) {
+      const char *v = option_value(argc, argv, &i, "--seed needs an integer from 0 to 4294967295");
       char *end;
-      unsigned long seed = strtoul(argv[++i], &end, 10);
-      if (end == argv[i] || *end || argv[i][0] == '-' || seed > 0xffffffffUL) usage(argv[0], "--seed needs an integer from 0 to 4294967295");
+      unsigned long seed = strtoul(v, &end, 10);
+      if (end == v || *end || v[0] == '-' || seed > 0xffffffffUL) usage(argv[0], "--seed needs an integer from 0 to 4294967295");
       fb->seed = (unsigned)seed;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      usage(argv[0], "help");
+      print_usage(stdout, argv[0]);  /* asked for: not an error */
+      exit(0);
     } else {
       usage(argv[0], "unknown option");
     }

@@ -28,7 +28,8 @@ typedef struct fit_bench {
   double start;
 } fit_bench_t;
 
-/* Parses argv; exits with a usage message (status 2) on bad options.
+/* Parses argv; exits with a usage message (status 2) on bad options, or
+ * after printing the usage on stdout (status 0) for --help.
  * default_iters is the assignment's iteration count. */
 void fit_bench_init(fit_bench_t *fb, const char *workload, long default_iters, int argc, char **argv);
 double fit_bench_now(void);

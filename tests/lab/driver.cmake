@@ -12,6 +12,10 @@
 if(TARGET lab_test_driver_cli AND TARGET tessera)
   add_dependencies(lab_test_driver_cli tessera)
 endif()
+# ... and checks the options of a bench/fit program.
+if(TARGET lab_test_driver_cli AND TARGET fit_equal)
+  add_dependencies(lab_test_driver_cli fit_equal)
+endif()
 
 set(LAB_GENERATED_TRACES ${CMAKE_BINARY_DIR}/lab-traces)
 add_test(NAME lab.gen_traces

@@ -134,17 +134,29 @@ static void test_correct_policy(driver_t *d) {
   CHECK(r.heap_bytes == 576);
   CHECK(r.util > 416.0 / 576 - 1e-12 && r.util < 416.0 / 576 + 1e-12);
   CHECK(r.secs >= 0);
-  /* The checker ran after every op of the correctness pass and once more. */
+  /* The checker ran after every op of the correctness pass; the last of
+   * those is the run at the end. */
   fault = F_NONE;
   CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_every = 1, .check_only = true}, &r) == 0);
-  CHECK(check_calls == 9);
+  CHECK(check_calls == 8 && r.checks == 8);
   CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_every = 3, .check_only = true}, &r) == 0);
-  CHECK(check_calls == 3);   /* after ops 3 and 6, and at the end */
+  CHECK(check_calls == 3 && r.checks == 3);   /* after ops 3 and 6, and at the end */
   CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_only = true}, &r) == 0);
   CHECK(check_calls == 1);
   /* A budget of 2 checks stretches every op to every 4th (8 ops). */
   CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_every = 1, .check_budget = 2, .check_only = true}, &r) == 0);
-  CHECK(check_calls == 3);   /* after ops 4 and 8, and at the end */
+  CHECK(check_calls == 2 && r.checks == 2);   /* after ops 4 and 8 (the end) */
+  /* A budget of 5 on 8 ops: every 2nd op (8 / 5 rounded up), so never more
+   * than 5 runs (rounded down it gave every op: 9 runs, end included). */
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_every = 1, .check_budget = 5, .check_only = true}, &r) == 0);
+  CHECK(check_calls == 4 && r.checks == 4);   /* after ops 2, 4, 6 and 8 */
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_every = 1, .check_budget = 3, .check_only = true}, &r) == 0);
+  CHECK(check_calls == 3 && r.checks == 3);   /* after ops 3 and 6, and at the end */
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_every = 1, .check_budget = 8, .check_only = true}, &r) == 0);
+  CHECK(check_calls == 8 && r.checks == 8);   /* the budget allows every op */
+  /* A budget only caps: without check_every the checker runs at the end only. */
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_budget = 5, .check_only = true}, &r) == 0);
+  CHECK(check_calls == 1 && r.checks == 1);
   /* Alignment 8 is what the policy is given when asked. */
   CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 8, .check_only = true}, &r) == 0);
   CHECK(fake_align == 8 && r.align == 8);

@@ -2,7 +2,11 @@
  * tests/lab/traces/broken is rejected with its exact `file:line: message`
  * and exit 2; usage errors exit 2; an invalid run (heap cap reached) exits
  * 1; the CSV has exactly the documented shape; --json, --compare, --help,
- * --list-policies and `lab gen` (deterministic, parseable) behave. */
+ * --list-policies, --check-budget and `lab gen` (deterministic, parseable)
+ * behave. Also the command-line corners of the other tools that have no
+ * test program of their own: `tessera bench` options and --from, `tessera
+ * run --lib` with a file that is no library, the bench/fit programs'
+ * options. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,14 +27,14 @@ typedef struct run_s {
 
 static run_t run_buf;
 
-/* Run tessera with the arguments given in cmd (passed to sh), capturing
+/* Run program with the arguments given in args (passed to sh), capturing
  * stdout and stderr separately. */
-static run_t *run(const char *args) {
+static run_t *run_program(const char *program, const char *args) {
   char cmd[4096], out_path[] = "/tmp/tessera-cli-out-XXXXXX", err_path[] = "/tmp/tessera-cli-err-XXXXXX";
   int fo = mkstemp(out_path), fe = mkstemp(err_path);
   close(fo);
   close(fe);
-  snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", TESSERA, args, out_path, err_path);
+  snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", program, args, out_path, err_path);
   int st = system(cmd);
   run_buf.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   FILE *f = fopen(out_path, "r");
@@ -46,6 +50,20 @@ static run_t *run(const char *args) {
   return &run_buf;
 }
 
+static run_t *run(const char *args) { return run_program(TESSERA, args); }
+
+/* A usage error: exit 2, nothing on stdout, and stderr says `what`. */
+static void expect_usage_error(const char *args, const char *what) {
+  run_t *r = run(args);
+  if (r->status != 2 || !strstr(r->err, what) || r->out[0] != '\0') {
+    fprintf(stderr, "'%s': expected exit 2 and \"%s\" on stderr\n  got exit %d, stderr \"%s\", stdout \"%.80s\"\n",
+            args, what, r->status, r->err, r->out);
+    failures++;
+  }
+}
+
+static bool exists(const char *path) { return access(path, F_OK) == 0; }
+
 static void expect_broken(const char *file, const char *message) {
   char args[1024], want[1024];
   snprintf(args, sizeof args, "lab --check-only %s/broken/%s", TRACES, file);
@@ -56,6 +74,31 @@ static void expect_broken(const char *file, const char *message) {
             file, want, r->status, r->err, r->out);
     failures++;
   }
+}
+
+static void missing_file(void) {
+  run_t *r = run("lab --check-only " TRACES "/broken/does-not-exist.rep");
+  CHECK(r->status == 2 && r->out[0] == '\0');
+  CHECK(!strcmp(r->err, TRACES "/broken/does-not-exist.rep: cannot open: No such file or directory\n"));
+}
+
+/* Live payload past 2^64 bytes takes 65,536 live blocks of 2^48 bytes (1.7
+ * MB of text): written here rather than committed. */
+static void live_overflow(void) {
+  char path[] = "/tmp/tessera-overflow-XXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  CHECK(f != NULL);
+  if (!f) return;
+  fprintf(f, "100\n65536\n65536\n1\n");
+  for (int i = 0; i < 65536; i++) fprintf(f, "a %d 281474976710656\n", i);
+  fclose(f);
+  char args[256], want[256];
+  snprintf(args, sizeof args, "lab --check-only %s", path);
+  snprintf(want, sizeof want, "%s:65540: total live payload exceeds 2^64 bytes\n", path);
+  run_t *r = run(args);
+  CHECK(r->status == 2 && !strcmp(r->err, want) && r->out[0] == '\0');
+  unlink(path);
 }
 
 static void test_broken_traces(void) {
@@ -80,6 +123,15 @@ static void test_broken_traces(void) {
   expect_broken("realloc-after-free.rep", "7: realloc of id 0 after it was freed (at line 6)");
   expect_broken("alloc-twice.rep", "6: id 0 allocated again while live (allocated at line 5)");
   expect_broken("binary-junk.rep", "6: unexpected byte 0xff in column 3");
+  expect_broken("header-two-numbers.rep",
+                "2: header line 2 (num_ids): expected one number, got more text ('3')");
+  expect_broken("missing-id.rep", "6: 'f' request without an id");
+  expect_broken("garbage-id.rep", "5: id 'x' is not a number");
+  expect_broken("overflow-id.rep", "5: id 99999999999999999999 does not fit in 64 bits");
+
+  /* Unreadable: the same words as the parser's own "cannot open". */
+  missing_file();
+  live_overflow();
 
   /* A broken trace among good ones stops everything before any run. */
   run_t *r = run("lab --check-only " TRACES "/good " TRACES "/broken/truncated.rep");
@@ -105,6 +157,57 @@ static void test_usage_errors(void) {
   /* `lab TRACES/` holds only folders: no *.rep in it. */
   run_t *r = run("lab " TRACES);
   CHECK(r->status == 2 && strstr(r->err, "no *.rep trace in this directory"));
+
+  /* An empty policy name is not a request for the default policy. */
+  expect_usage_error("lab --check-only --policy '' " TRACES "/good", "--policy '': empty policy name");
+  expect_usage_error("lab --check-only --policy , " TRACES "/good", "--policy ',': empty policy name");
+  expect_usage_error("lab --check-only --policy implicit-first,,tree-best " TRACES "/good",
+                     "empty policy name");
+  r = run("lab --check-only --csv --policy implicit-first,tree-best " TRACES "/good/classic-small.rep");
+  CHECK(r->status == 0 && strstr(r->out, "\nimplicit-first,classic-small.rep,yes,") &&
+        strstr(r->out, "\ntree-best,classic-small.rep,yes,"));
+}
+
+/* A folder named like a trace is skipped when a directory is scanned. */
+static void test_dir_scan(void) {
+  char dir[] = "/tmp/tessera-scan-XXXXXX", args[512];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(args, sizeof args, "mkdir %s/folder.rep && cp " TRACES "/good/classic-small.rep %s/", dir, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "lab --check-only --csv %s", dir);
+  run_t *r = run(args);
+  CHECK(r->status == 0 && strstr(r->out, ",classic-small.rep,yes,") && !strstr(r->out, "folder.rep"));
+  snprintf(args, sizeof args, "rm %s/classic-small.rep && lab_out=$(%s lab --check-only %s 2>&1); "
+           "echo \"$lab_out\" | grep -q 'no \\*.rep trace in this directory'", dir, TESSERA, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "rm -rf %s", dir);
+  CHECK(system(args) == 0);
+}
+
+/* --check-budget only caps --check/--check-every (the JSON's "checks":
+ * checker runs per trace, the one at the end included), and a budget of B
+ * never gives more than B runs: classic-small has 10 ops, so B = 6 means
+ * every 2nd op (10 / 6 rounded down would be every op, 10 runs + 1). */
+static void test_check_budget(void) {
+  const char *trace = " " TRACES "/good/classic-small.rep";
+  char args[512];
+  static const struct { const char *options; const char *checks; } cases[] = {
+    {"", "\"checks\": 1,"},
+    {"--check-budget 6", "\"checks\": 1,"},
+    {"--check", "\"checks\": 10,"},
+    {"--check --check-budget 6", "\"checks\": 5,"},
+    {"--check --check-budget 3", "\"checks\": 3,"},
+    {"--check-every 3 --check-budget 100", "\"checks\": 4,"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    snprintf(args, sizeof args, "lab --json --check-only --policy implicit-first %s%s", cases[i].options, trace);
+    run_t *r = run(args);
+    if (r->status != 0 || !strstr(r->out, cases[i].checks)) {
+      fprintf(stderr, "'%s': expected %s in the JSON, got exit %d:\n%s\n", args, cases[i].checks, r->status,
+              r->out);
+      failures++;
+    }
+  }
 }
 
 /* Count the fields of one CSV line (no quoted commas in our names). */
@@ -214,8 +317,119 @@ static void test_gen(void) {
   snprintf(args, sizeof args, "lab --check --check-only %s %s/all", dir, dir);
   run_t *r = run(args);
   CHECK(r->status == 0 && strstr(r->out, "realloc.rep") && strstr(r->out, "a.rep"));
+
+  /* -o - is standard output: one trace, never a directory named '-'. */
+  snprintf(args, sizeof args, "cd %s && %s lab gen all -o - >out 2>err; test $? -eq 2 && test ! -e ./- && "
+           "grep -q \"'all' writes one file per pattern into a directory\" err && test ! -s out", dir, TESSERA);
+  CHECK(system(args) == 0);
+  r = run("lab gen struct --ops 100 -o -");
+  CHECK(r->status == 0 && r->out[0] >= '1' && r->out[0] <= '9' && strstr(r->out, "\na 0 "));
+  /* largemem's huge blocks need room: a small --max-size is refused. */
+  snprintf(args, sizeof args, "lab gen largemem --max-size 1K -o %s/small.rep", dir);
+  r = run(args);
+  CHECK(r->status == 2 && strstr(r->err, "largemem needs --max-size of at least 6G"));
+  snprintf(args, sizeof args, "%s/small.rep", dir);
+  CHECK(!exists(args));
+  snprintf(args, sizeof args, "lab gen largemem --max-size 6G -o %s/six.rep", dir);
+  CHECK(run(args)->status == 0);
   snprintf(args, sizeof args, "rm -rf %s", dir);
   CHECK(system(args) == 0);
+}
+
+/* ---- the other tools ------------------------------------------------------ */
+
+/* A results directory of two allocators, as a run of the suite leaves it. */
+static void write_results(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/results.csv", dir);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  fprintf(f, "workload,allocator,threads,run,wall_s,cpu_s,peak_rss_kib,status,user_s,sys_s,work_s,extra\n");
+  for (int run = 1; run <= 2; run++) {
+    fprintf(f, "single,system,1,%d,0.200000,0.200000,2000,ok,0.200000,0.000000,0.190000,\n", run);
+    fprintf(f, "single,tessera,1,%d,0.100000,0.100000,1500,ok,0.100000,0.000000,0.090000,\n", run);
+  }
+  fclose(f);
+  snprintf(path, sizeof path, "%s/machine.txt", dir);
+  f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  fprintf(f, "date: 2026-11-22T04:56:12Z\ncommand: tessera bench --runs 2\n");
+  fclose(f);
+}
+
+static void test_bench(void) {
+  /* Whole numbers and non-empty thread lists, each refused with a message. */
+  expect_usage_error("bench --runs 1.5 --list", "--runs wants a whole number in 1..1000, not '1.5'");
+  expect_usage_error("bench --threads 2.5 --list", "--threads wants a whole number in 1..1024, not '2.5'");
+  expect_usage_error("bench --threads '' --list", "--threads wants thread counts separated by commas");
+  expect_usage_error("bench --threads 2,,4 --list", "--threads wants thread counts separated by commas");
+  CHECK(run("bench --threads 2,4 --list")->status == 0);
+
+  /* --from: the baseline must be in the records, and nothing is written
+   * when it is not; options that only shape a run are refused. */
+  char dir[] = "/tmp/tessera-from-XXXXXX", args[1024], report[600], json[600];
+  CHECK(mkdtemp(dir) != NULL);
+  write_results(dir);
+  snprintf(report, sizeof report, "%s/report.md", dir);
+  snprintf(json, sizeof json, "%s/results.json", dir);
+  snprintf(args, sizeof args, "bench --from %s --no-charts --baseline nope", dir);
+  expect_usage_error(args, "baseline 'nope' is not among the allocators of");
+  CHECK(strstr(run(args)->err, "results.csv (system, tessera)") != NULL);
+  CHECK(!exists(report) && !exists(json));
+  static const char *const run_only[] = {"--runs 2", "--workloads single", "--allocators system", "--quick",
+                                         "--full", "--threads 2", "--scale 2", "--timeout 9", "--out /tmp/x",
+                                         "--allocator x=/lib/x.so"};
+  for (size_t i = 0; i < sizeof run_only / sizeof run_only[0]; i++) {
+    char want[64];
+    snprintf(args, sizeof args, "bench --from %s --no-charts %s", dir, run_only[i]);
+    snprintf(want, sizeof want, "%.*s only shapes a run of the suite", (int)strcspn(run_only[i], " "),
+             run_only[i]);
+    expect_usage_error(args, want);
+  }
+  CHECK(!exists(report) && !exists(json));
+  snprintf(args, sizeof args, "bench --from %s --no-charts --baseline tessera --metric cpu", dir);
+  run_t *r = run(args);
+  CHECK(r->status == 0 && exists(report) && exists(json));
+  snprintf(args, sizeof args, "grep -q '\"baseline\": \"tessera\"' %s", json);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "rm -rf %s", dir);
+  CHECK(system(args) == 0);
+}
+
+/* `run --lib` with a file the loader would skip (it would then run the
+ * program on the C library's malloc): exit 2, the file named. */
+static void test_run_lib(void) {
+  expect_usage_error("run --lib /etc/passwd true", "/etc/passwd cannot be preloaded: not an ELF file");
+  /* The ELF header of an x86-64-style executable (ET_EXEC), little-endian. */
+  static const unsigned char exec_header[18] = {0x7f, 'E', 'L', 'F', 2, 1, 1, [16] = 2, [17] = 0};
+  char path[] = "/tmp/tessera-notlib-XXXXXX", args[512];
+  int fd = mkstemp(path);
+  CHECK(fd >= 0 && write(fd, exec_header, sizeof exec_header) == (ssize_t)sizeof exec_header);
+  if (fd >= 0) close(fd);
+  snprintf(args, sizeof args, "run --lib %s true", path);
+  expect_usage_error(args, "cannot be preloaded: an ELF file but not a shared object");
+  unlink(path);
+  if (exists(TESSERA_BINARY_DIR "/libtessera.so"))  /* the real library still passes */
+    CHECK(run("run --lib " TESSERA_BINARY_DIR "/libtessera.so true")->status == 0);
+}
+
+/* The bench/fit programs: --help is not an error, a missing value is named. */
+static void test_fit_options(void) {
+  const char *fit = TESSERA_BINARY_DIR "/bench/fit_equal";
+  if (access(fit, X_OK) != 0) {
+    printf("note: %s is not built; its option checks skipped\n", fit);
+    return;
+  }
+  run_t *r = run_program(fit, "--help");
+  CHECK(r->status == 0 && strstr(r->out, "usage: ") && strstr(r->out, "--impl") && r->err[0] == '\0');
+  r = run_program(fit, "--impl");
+  CHECK(r->status == 2 && strstr(r->err, "--impl needs a value: ff, bf or malloc"));
+  r = run_program(fit, "--iters");
+  CHECK(r->status == 2 && strstr(r->err, "--iters needs a positive integer"));
+  r = run_program(fit, "--frobnicate");
+  CHECK(r->status == 2 && strstr(r->err, "unknown option"));
 }
 
 int main(void) {
@@ -227,7 +441,12 @@ int main(void) {
   test_usage_errors();
   test_csv();
   test_outputs();
+  test_dir_scan();
+  test_check_budget();
   test_gen();
+  test_bench();
+  test_run_lib();
+  test_fit_options();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
