@@ -274,6 +274,7 @@ TES_API void *tes_pvalloc(size_t size) {
 
 /* ---- returning memory --------------------------------------------------------------- */
 TES_API void tes_collect(bool force) {
+  tes_reap_late_heaps();
   tes_heap_t *heap = tes_tls_heap;
   /* A forced collect must also reach what exited threads left behind, even
    * from a thread that never allocated: it needs a heap to adopt into. */

@@ -106,7 +106,7 @@ static TES_NOINLINE void free_checked(void *p) {
 #if TES_SECURE
     if (!tes_secure_check_free(seg, &seg->pages[0], p)) return; /* reported */
 #endif
-    if (tes_tls_heap == &tes_heap_empty) tes_thread_heap_init();
+    if (tes_tls_heap == &tes_heap_empty) tes_thread_heap_init_for_free();
     count_free(true);
     tes_large_free(seg);
     return;
@@ -119,7 +119,7 @@ static TES_NOINLINE void free_checked(void *p) {
   if (tes_unlikely(heap == &tes_heap_empty)) {
     /* A thread that only frees still gets a heap: its counters, and its
      * exit, are then accounted like any other thread's (not after its exit). */
-    tes_heap_t *mine = tes_thread_heap_init();
+    tes_heap_t *mine = tes_thread_heap_init_for_free();
     if (mine != NULL) heap = mine;
   }
   if (atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id) {

@@ -11,9 +11,12 @@
  * key is created lazily with pthread_key_create, which does not allocate; the
  * TLS pointer is set *before* pthread_setspecific, which may itself call
  * calloc, so that recursion is an ordinary allocation.
- * Fork: prepare takes every allocator lock (fixed order: heaps, segments,
- * cache, abandoned, large, stats), parent releases them, child resets them, so the
- * child can allocate at once even if another thread was inside the allocator.
+ * Fork: prepare takes every allocator lock (fixed order: late heaps, heaps,
+ * segments, cache, abandoned, large, stats), parent releases them, child
+ * resets them, so the child can allocate at once even if another thread was
+ * inside the allocator; in between, the forking thread's own lock calls are
+ * no-ops (tes_fork_holder), so fork handlers of other libraries that run in
+ * that window may allocate.
  * Other threads' heaps stay as they were in the child (their ids are never
  * reused, so nobody mistakes their pages for its own). */
 #include "internal.h"
@@ -80,54 +83,161 @@ void tes_process_init(void) {
   while (atomic_load_explicit(&process_state, memory_order_acquire) != 2) tes_os_yield();
 }
 
+/* ---- late heaps ----------------------------------------------------------------
+ * A heap that no key destructor may abandon: one made after its thread's
+ * exit began (a destructor of another key allocated after ours ran; in the
+ * last of glibc's PTHREAD_DESTRUCTOR_ITERATIONS rounds nothing calls ours
+ * again), one made by a free (a thread that only frees may be doing so from
+ * such a destructor: nothing tells), or any heap when no pthread key could
+ * be created. It waits on this list until its thread is gone for good, and
+ * is then abandoned by whichever thread looks next: a thread getting a
+ * heap (at most every TES_LATE_REAP_MS) or tes_collect. Without it, a
+ * program whose key destructors allocate or free in the last round lost a
+ * heap per thread. A listed heap leaves the list when our destructor does
+ * run for it. */
+#define TES_LATE_REAP_MS 5
+static tes_lock_t late_lock = TES_LOCK_INIT;
+static tes_heap_t *late_heaps;
+static _Atomic size_t late_count;
+static _Atomic int64_t late_reap_due;
+
+static void late_add(tes_heap_t *heap) {
+  heap->late_tid = tes_os_thread_id();
+  tes_lock(&late_lock);
+  heap->late_prev = NULL;
+  heap->late_next = late_heaps;
+  if (late_heaps != NULL) late_heaps->late_prev = heap;
+  late_heaps = heap;
+  atomic_fetch_add_explicit(&late_count, 1, memory_order_relaxed);
+  tes_unlock(&late_lock);
+}
+
+static void late_unlink(tes_heap_t *heap) { /* late_lock held */
+  if (heap->late_prev != NULL) heap->late_prev->late_next = heap->late_next;
+  else late_heaps = heap->late_next;
+  if (heap->late_next != NULL) heap->late_next->late_prev = heap->late_prev;
+  atomic_fetch_sub_explicit(&late_count, 1, memory_order_relaxed);
+}
+
+static void late_remove(tes_heap_t *heap) {
+  tes_lock(&late_lock);
+  late_unlink(heap);
+  tes_unlock(&late_lock);
+  heap->late_tid = 0;
+}
+
+static void reap(bool force) {
+  if (atomic_load_explicit(&late_count, memory_order_relaxed) == 0) return;
+  /* One tgkill per listed heap: not on every thread start. */
+  int64_t now = tes_os_clock_ms();
+  if (!force && now < atomic_load_explicit(&late_reap_due, memory_order_relaxed)) return;
+  atomic_store_explicit(&late_reap_due, now + TES_LATE_REAP_MS, memory_order_relaxed);
+  tes_heap_t *dead = NULL;
+  tes_lock(&late_lock);
+  for (tes_heap_t *heap = late_heaps, *next; heap != NULL; heap = next) {
+    next = heap->late_next;
+    if (tes_os_thread_alive(heap->late_tid)) continue;
+    late_unlink(heap);
+    heap->late_next = dead;
+    dead = heap;
+  }
+  tes_unlock(&late_lock);
+  /* Their threads are gone: nothing but remote frees touches these heaps,
+   * and those race with an abandon exactly as with a living owner's. */
+  while (dead != NULL) {
+    tes_heap_t *heap = dead;
+    dead = heap->late_next;
+    heap->late_tid = 0;
+    tes_heap_abandon(heap);
+    tes_stats_thread_exited();
+  }
+}
+
+void tes_reap_late_heaps(void) { reap(true); }
+
+size_t tes_late_heap_count(void) { return atomic_load_explicit(&late_count, memory_order_relaxed); }
+
 static void thread_done(void *value) {
   (void)value;
   tes_heap_t *heap = tes_tls_heap;
   if (heap->is_static) return;
   tes_tls_heap = &tes_heap_exited;
+  if (heap->late_tid != 0) late_remove(heap);
   tes_heap_abandon(heap);
   tes_stats_thread_exited();
 }
 
-static void thread_key_register(tes_heap_t *heap) {
+/* True when thread_done will run for heap at the thread's exit (unless the
+ * exit has already passed our destructor: see late heaps). */
+static bool thread_key_register(tes_heap_t *heap) {
   int state = atomic_load_explicit(&thread_key_state, memory_order_acquire);
   if (state == 0 && atomic_compare_exchange_strong(&thread_key_state, &state, 1)) {
     state = pthread_key_create(&thread_key, thread_done) == 0 ? 2 : 3;
     atomic_store_explicit(&thread_key_state, state, memory_order_release);
+    if (state == 3 && tes_opt(TES_OPTION_VERBOSE))
+      tes_message("no pthread key left: thread heaps are abandoned once their threads are gone");
   }
   while ((state = atomic_load_explicit(&thread_key_state, memory_order_acquire)) == 1) tes_os_yield();
-  if (state == 2) pthread_setspecific(thread_key, heap);
+  return state == 2 && pthread_setspecific(thread_key, heap) == 0;
 }
 
-tes_heap_t *tes_thread_heap_init(void) {
+static tes_heap_t *thread_heap_init(bool late) {
   if (!tes_tls_heap->is_static) return tes_tls_heap;
+  late |= tes_tls_heap == &tes_heap_exited;
   tes_process_init();
+  reap(false);
   tes_heap_t *heap = tes_heap_alloc_struct();
   if (heap == NULL) return NULL;
   tes_heap_setup(heap, atomic_fetch_add(&next_thread_id, 1), NULL);
   heap->is_default = true;
+  heap->late_tid = 0;
   tes_tls_heap = heap;
   tes_stats_thread_started();
-  thread_key_register(heap);
+  if (!thread_key_register(heap) || late) late_add(heap);
   return heap;
 }
 
+tes_heap_t *tes_thread_heap_init(void) { return thread_heap_init(false); }
+tes_heap_t *tes_thread_heap_init_for_free(void) { return thread_heap_init(true); }
+
 /* ---- fork --------------------------------------------------------------------- */
+__thread bool tes_fork_holder __attribute__((tls_model("initial-exec")));
+
 static void fork_prepare(void) {
+  tes_lock(&late_lock);
   tes_heaps_lock();
   tes_segments_lock();
   tes_segment_locks_acquire();
   tes_large_lock();
   tes_lock(&tes_stats_lock);
+  tes_fork_holder = true;
 }
 static void fork_parent(void) {
+  tes_fork_holder = false;
   tes_unlock(&tes_stats_lock);
   tes_large_unlock(false);
   tes_segment_locks_release(false);
   tes_segments_unlock(false);
   tes_heaps_unlock();
+  tes_unlock(&late_lock);
+}
+/* Other threads' late heaps leave the list: their threads do not exist
+ * here, but one may have been in the middle of an allocation at the fork,
+ * so their heaps stay as they are, like every other thread's. */
+static void late_heaps_after_fork(void) {
+  tes_heap_t *mine = late_heaps;
+  while (mine != NULL && mine != tes_tls_heap) mine = mine->late_next;
+  late_heaps = mine;
+  atomic_store_explicit(&late_count, mine != NULL, memory_order_relaxed);
+  if (mine != NULL) {
+    mine->late_next = mine->late_prev = NULL;
+    mine->late_tid = tes_os_thread_id();
+  }
 }
 static void fork_child(void) {
+  tes_fork_holder = false;
+  late_heaps_after_fork();
+  tes_lock_reset(&late_lock);
   tes_lock_reset(&tes_stats_lock);
   tes_large_unlock(true);
   tes_segment_locks_release(true);

@@ -261,6 +261,8 @@ struct tes_heap_s {
   uint64_t slow_count;
   int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
   struct tes_heap_s *all_next, *all_prev; /* every heap in the process */
+  struct tes_heap_s *late_next, *late_prev; /* init.c: the late list (no key destructor may abandon it) */
+  long late_tid;                        /* init.c: its thread's kernel id while on the late list, else 0 */
   struct tes_heap_s *thread_default;    /* the creating thread's default heap */
   bool is_default;
   bool is_static;
@@ -304,7 +306,14 @@ typedef struct tes_lock_s {
   _Atomic int state;
 } tes_lock_t;
 #define TES_LOCK_INIT {0}
+/* True in the thread that is forking, from our prepare handler to our
+ * parent or child handler: it holds every allocator lock, so its own lock
+ * calls are no-ops. Other libraries' fork handlers run in that window and
+ * may allocate (glibc takes its malloc locks after every prepare handler;
+ * a pthread_atfork handler cannot). */
+extern __thread bool tes_fork_holder __attribute__((tls_model("initial-exec")));
 static inline void tes_lock(tes_lock_t *lock) {
+  if (tes_unlikely(tes_fork_holder)) return;
   for (unsigned spins = 0;; spins++) {
     if (atomic_load_explicit(&lock->state, memory_order_relaxed) == 0 &&
         atomic_exchange_explicit(&lock->state, 1, memory_order_acquire) == 0)
@@ -314,10 +323,12 @@ static inline void tes_lock(tes_lock_t *lock) {
   }
 }
 static inline bool tes_trylock(tes_lock_t *lock) {
+  if (tes_unlikely(tes_fork_holder)) return true;
   return atomic_load_explicit(&lock->state, memory_order_relaxed) == 0 &&
          atomic_exchange_explicit(&lock->state, 1, memory_order_acquire) == 0;
 }
 static inline void tes_unlock(tes_lock_t *lock) {
+  if (tes_unlikely(tes_fork_holder)) return;
   atomic_store_explicit(&lock->state, 0, memory_order_release);
 }
 static inline void tes_lock_reset(tes_lock_t *lock) { atomic_store(&lock->state, 0); }
@@ -388,7 +399,10 @@ TES_INLINE void tes_block_set_next(const tes_page_t *page, tes_block_t *b, tes_b
 /* ---- init.c ---------------------------------------------------------------- */
 void tes_process_init(void);                 /* idempotent; called from slow paths */
 bool tes_process_ready(void);
-tes_heap_t *tes_thread_heap_init(void);      /* give the calling thread a heap; NULL on OOM */
+void tes_reap_late_heaps(void);             /* abandon heaps of gone threads that no key destructor saw */
+size_t tes_late_heap_count(void);           /* heaps waiting for that (tests) */
+tes_heap_t *tes_thread_heap_init(void);
+tes_heap_t *tes_thread_heap_init_for_free(void); /* the same, for a thread's first call being a free */      /* give the calling thread a heap; NULL on OOM */
 uint64_t tes_random_next(void);              /* process-wide random (secure keys) */
 extern uintptr_t tes_process_key;
 

@@ -208,6 +208,13 @@ int64_t tes_os_clock_ms(void) {
 
 long tes_os_thread_id(void) { return (long)syscall(SYS_gettid); }
 
+bool tes_os_thread_alive(long tid) {
+  int saved = errno;
+  bool alive = syscall(SYS_tgkill, (long)getpid(), tid, 0) == 0 || errno != ESRCH;
+  errno = saved;
+  return alive;
+}
+
 void tes_os_yield(void) { sched_yield(); }
 
 void tes_os_write_stderr(const char *text, size_t length) {

@@ -47,6 +47,10 @@ void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignmen
 int64_t tes_os_clock_ms(void);
 /* The kernel's id of the calling thread (for messages only). */
 long tes_os_thread_id(void);
+/* Does a thread of this process with kernel id tid exist? False only once
+ * that thread is gone for good (a new thread may reuse the id: then true,
+ * which only means "ask again later"). Leaves errno as it was. */
+bool tes_os_thread_alive(long tid);
 /* Give up the processor while spinning on a lock. */
 void tes_os_yield(void);
 /* Write a message to stderr without allocating. */

@@ -47,6 +47,18 @@ static void *use_library(void *arg) {
   return NULL;
 }
 
+static pthread_barrier_t closed;
+static void *allocate_then_wait(void *arg) {
+  (void)arg;
+  void *p = loaded_malloc(100);
+  loaded_free(p);
+  void *kept = loaded_malloc(5000); /* its heap keeps a page */
+  (void)kept;
+  pthread_barrier_wait(&closed);
+  pthread_barrier_wait(&closed);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: verify_dlopen PATH/TO/libtessera.so\n");
@@ -80,5 +92,17 @@ int main(int argc, char **argv) {
         s1.in_use.current - s0.in_use.current);
   /* glibc's blocks from before are untouched and still glibc's to free. */
   free(before);
+
+  /* dlclose while a thread that allocated is still alive: the thread's
+   * exit runs the library's key destructor, so the library must stay
+   * mapped (it is linked -z nodelete; before, this exit crashed). */
+  API_GROUP("dlclose, then a thread that allocated exits");
+  pthread_barrier_init(&closed, NULL, 2);
+  pthread_t late;
+  REQUIRE(pthread_create(&late, NULL, allocate_then_wait, NULL) == 0, "pthread_create");
+  pthread_barrier_wait(&closed); /* it has allocated */
+  CHECK(dlclose(handle) == 0, "dlclose: %s", dlerror());
+  pthread_barrier_wait(&closed); /* now it exits */
+  pthread_join(late, NULL);
   return api_finish("verify_dlopen");
 }

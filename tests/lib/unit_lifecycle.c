@@ -1,0 +1,201 @@
+/* unit_lifecycle.c — thread and fork life-cycle edges (src/init.c):
+ *
+ *   late_alloc  a pthread key destructor that waits for the last round
+ *               (PTHREAD_DESTRUCTOR_ITERATIONS) and then allocates: the
+ *               thread's new heap is on no key any more; it must still be
+ *               abandoned once the thread is gone ("late heaps");
+ *   late_free   the same destructor only frees, in a thread that never
+ *               allocated: the heap that free makes is a late heap too;
+ *   keys_gone   every pthread key taken before the first thread heap: no
+ *               destructor at all, every thread's heap is a late heap;
+ *   atfork      fork handlers registered before libtessera's (so theirs run
+ *               inside its fork window) allocate small and large blocks:
+ *               before, the allocator's own locks were held and fork hung.
+ *
+ * Each runs in a fresh process (this program re-executes itself), so the
+ * key state and the handler order are those of a program's start. */
+#include "unit_common.h"
+
+#include "internal.h"
+#include "tessera.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { THREADS = 200 };
+
+static pthread_key_t late_key;
+typedef struct late_state_s {
+  int round;
+  int allocate; /* 1: the last round allocates, 0: it frees `block` */
+  void *block;
+} late_state_t;
+
+static void late_destructor(void *value) {
+  late_state_t *s = value;
+  if (++s->round < PTHREAD_DESTRUCTOR_ITERATIONS) {
+    pthread_setspecific(late_key, s); /* once more in the next round */
+    return;
+  }
+  if (s->allocate) {
+    for (int i = 0; i < 20; i++) {
+      char *p = malloc(64 + (size_t)i * 100);
+      if (p) p[0] = 1;
+      free(p);
+    }
+    s->block = malloc(1000); /* kept by the main thread */
+  } else {
+    free(s->block);
+    s->block = NULL;
+  }
+}
+
+static void *late_thread(void *arg) {
+  late_state_t *s = arg;
+  if (s->allocate) free(malloc(100)); /* the thread's heap, abandoned by our destructor */
+  pthread_setspecific(late_key, s);
+  return NULL;
+}
+
+/* Threads that end after the allocator's destructor: every heap they made
+ * must be abandoned (threads_exited catches up with threads_started). */
+static void run_late(int allocate) {
+  free(malloc(16)); /* libtessera's key exists: ours comes after it */
+  REQUIRE(pthread_key_create(&late_key, late_destructor) == 0, "pthread_key_create");
+  static late_state_t states[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    states[i] = (late_state_t){0, allocate, allocate ? NULL : malloc(100)};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, late_thread, &states[i]) == 0, "pthread_create");
+    pthread_join(t, NULL);
+    CHECK(states[i].round == PTHREAD_DESTRUCTOR_ITERATIONS, "thread %d: destructor ran %d rounds", i,
+          states[i].round);
+    CHECK(allocate ? states[i].block != NULL : states[i].block == NULL, "thread %d: last round did not run", i);
+  }
+  tes_collect(true); /* reaps late heaps whose threads are gone */
+  tes_stats_t st;
+  tes_stats_get(&st);
+  CHECK(tes_late_heap_count() == 0, "%zu late heaps left after every thread ended", tes_late_heap_count());
+  CHECK(st.threads_exited + 1 == st.threads_started, "threads started %llu, exited %llu (want started - 1)",
+        (unsigned long long)st.threads_started, (unsigned long long)st.threads_exited);
+  for (int i = 0; i < THREADS; i++) {
+    if (states[i].block) memset(states[i].block, 7, 1000); /* still a live, writable block */
+    free(states[i].block);
+  }
+}
+
+/* No key left for the allocator: it must still reclaim every thread's heap. */
+static void *churn_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 50; i++) free(malloc(32 + (size_t)i * 8));
+  return NULL;
+}
+static void run_keys_gone(void) {
+  /* Nothing may have allocated yet in this fresh process (the allocator
+   * creates its key with the first thread heap). */
+  REQUIRE(tes_tls_heap->is_static, "the main thread already has a heap: the allocator has its key");
+  pthread_key_t k;
+  int taken = 0;
+  while (pthread_key_create(&k, NULL) == 0) taken++;
+  printf("keys_gone: took %d keys\n", taken);
+  for (int i = 0; i < THREADS; i++) {
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, churn_thread, NULL) == 0, "pthread_create");
+    pthread_join(t, NULL);
+  }
+  tes_collect(true);
+  tes_stats_t st;
+  tes_stats_get(&st);
+  CHECK(st.threads_started >= THREADS, "threads started %llu", (unsigned long long)st.threads_started);
+  /* The main thread's heap is late too, and lives on. */
+  CHECK(tes_late_heap_count() <= 1, "%zu late heaps left", tes_late_heap_count());
+  CHECK(st.threads_exited + 1 >= st.threads_started, "threads started %llu, exited %llu",
+        (unsigned long long)st.threads_started, (unsigned long long)st.threads_exited);
+}
+
+/* Fork handlers that run while libtessera holds its locks. */
+static void *handler_blocks[6];
+static void allocate_in_handler(int slot) {
+  handler_blocks[slot] = malloc(300000); /* a large block: segment and large-list locks */
+  handler_blocks[slot + 1] = malloc(40);
+  memset(handler_blocks[slot], slot, 300000);
+}
+static void early_prepare(void) { allocate_in_handler(0); }
+static void early_parent(void) { allocate_in_handler(2); }
+static void early_child(void) { allocate_in_handler(4); }
+static int early_handlers_wanted;
+static void register_early(int argc, char **argv, char **envp) {
+  /* Before libtessera's constructor (every constructor runs after the
+   * executable's preinit array): our prepare handler then runs after its,
+   * and our parent/child handlers before its. (getenv does not work yet.) */
+  (void)argc, (void)argv;
+  for (char **e = envp; e && *e; e++)
+    if (strcmp(*e, "UNIT_LIFECYCLE_MODE=atfork") == 0) early_handlers_wanted = 1;
+  if (early_handlers_wanted) pthread_atfork(early_prepare, early_parent, early_child);
+}
+__attribute__((section(".preinit_array"), used)) static void (*const register_early_entry)(int, char **, char **) = register_early;
+
+static void *fork_worker(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 20000; i++) free(malloc((size_t)(i % 200) * 16 + 8));
+  return NULL;
+}
+static void run_atfork(void) {
+  REQUIRE(early_handlers_wanted, "handlers not registered");
+  alarm(30); /* a deadlock fails here */
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, fork_worker, NULL) == 0, "pthread_create");
+  for (int round = 0; round < 10; round++) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork");
+    if (pid == 0) {
+      int ok = handler_blocks[4] != NULL && handler_blocks[5] != NULL;
+      char *p = malloc(1 << 20);
+      ok = ok && p != NULL;
+      free(p);
+      _exit(ok ? 0 : 1);
+    }
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: status %#x", round, status);
+    CHECK(handler_blocks[0] && handler_blocks[1] && handler_blocks[2] && handler_blocks[3],
+          "handler allocations failed");
+    for (int i = 0; i < 4; i++) free(handler_blocks[i]);
+  }
+  pthread_join(t, NULL);
+  alarm(0);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = getenv("UNIT_LIFECYCLE_MODE");
+  if (mode == NULL) {
+    static const char *const modes[] = {"late_alloc", "late_free", "keys_gone", "atfork"};
+    int failed = 0;
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+      fflush(NULL);
+      pid_t pid = fork();
+      REQUIRE(pid >= 0, "fork");
+      if (pid == 0) {
+        setenv("UNIT_LIFECYCLE_MODE", modes[m], 1);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+      }
+      int status;
+      waitpid(pid, &status, 0);
+      int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      printf("%s %s (status %#x)\n", ok ? "ok  " : "FAIL", modes[m], status);
+      failed += !ok;
+    }
+    (void)argc;
+    return failed ? 1 : 0;
+  }
+  if (!strcmp(mode, "late_alloc")) run_late(1);
+  else if (!strcmp(mode, "late_free")) run_late(0);
+  else if (!strcmp(mode, "keys_gone")) run_keys_gone();
+  else if (!strcmp(mode, "atfork")) run_atfork();
+  else REQUIRE(0, "unknown mode %s", mode);
+  return unit_finish(mode);
+}
