@@ -53,7 +53,7 @@ size_t tes_usable_size(const void *ptr);
  * segment cache, returning everything that can be returned at once. */
 void tes_collect(bool force);
 /* The purge delay in effect now, in ms: TESSERA_PURGE_DELAY_MS, doubled (up
- * to 16 times) while freed memory keeps being wanted again soon after it was
+ * to 4 times) while freed memory keeps being wanted again soon after it was
  * purged, and halved again after a second without that. Memory freed now
  * goes back to the OS this long after (on a later allocation call). */
 long tes_purge_delay_current(void);

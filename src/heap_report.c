@@ -79,8 +79,12 @@ __attribute__((visibility("default"))) void tes_heap_report(FILE *out) {
 
 __attribute__((destructor)) static void heap_report_at_exit(void) {
   const char *value = getenv("TESSERA_HEAP_REPORT");
-  if (value == NULL || strcmp(value, "0") == 0 || value[0] == '\0') return;
-  if (strcmp(value, "1") == 0)
+  if (value == NULL) return;
+  /* Surrounding blanks are accepted, as the other TESSERA_* options accept them. */
+  size_t start = strspn(value, " \t"), len = strlen(value + start);
+  while (len > 0 && (value[start + len - 1] == ' ' || value[start + len - 1] == '\t')) len--;
+  if (len == 0 || (len == 1 && value[start] == '0')) return;
+  if (len == 1 && value[start] == '1')
     tes_heap_report(stderr);
   else
     fprintf(stderr, "tessera: warning: TESSERA_HEAP_REPORT=%s is invalid (accepted: 0 or 1); no report\n", value);

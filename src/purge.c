@@ -13,8 +13,8 @@
  * burst of retakes counts once, and a program that keeps retaking reaches
  * the top within a tenth of a second); after CALM_MS without such a retake
  * it halves again.
- * A program that goes quiet still gives its memory back, within 16 times the
- * base (400 ms by default); one that alternates phases stops paying refaults.
+ * A program that goes quiet still gives its memory back, within 4 times the
+ * base (100 ms by default); one that alternates phases stops paying refaults.
  * With the base at 0 (purge at once) nothing adapts.
  *
  * State is process-wide: every thread's purges and retakes count. Updated
