@@ -201,7 +201,7 @@ tes_heap_t *tes_thread_heap_init(void) { return thread_heap_init(false); }
 tes_heap_t *tes_thread_heap_init_for_free(void) { return thread_heap_init(true); }
 
 /* ---- fork --------------------------------------------------------------------- */
-__thread bool tes_fork_holder __attribute__((tls_model("initial-exec")));
+_Atomic(tes_heap_t *const *) tes_fork_holder;
 
 static void fork_prepare(void) {
   tes_lock(&late_lock);
@@ -210,10 +210,10 @@ static void fork_prepare(void) {
   tes_segment_locks_acquire();
   tes_large_lock();
   tes_lock(&tes_stats_lock);
-  tes_fork_holder = true;
+  atomic_store_explicit(&tes_fork_holder, &tes_tls_heap, memory_order_relaxed);
 }
 static void fork_parent(void) {
-  tes_fork_holder = false;
+  atomic_store_explicit(&tes_fork_holder, NULL, memory_order_relaxed);
   tes_unlock(&tes_stats_lock);
   tes_large_unlock(false);
   tes_segment_locks_release(false);
@@ -235,7 +235,7 @@ static void late_heaps_after_fork(void) {
   }
 }
 static void fork_child(void) {
-  tes_fork_holder = false;
+  atomic_store_explicit(&tes_fork_holder, NULL, memory_order_relaxed);
   late_heaps_after_fork();
   tes_lock_reset(&late_lock);
   tes_lock_reset(&tes_stats_lock);

@@ -306,14 +306,18 @@ typedef struct tes_lock_s {
   _Atomic int state;
 } tes_lock_t;
 #define TES_LOCK_INIT {0}
-/* True in the thread that is forking, from our prepare handler to our
- * parent or child handler: it holds every allocator lock, so its own lock
- * calls are no-ops. Other libraries' fork handlers run in that window and
- * may allocate (glibc takes its malloc locks after every prepare handler;
- * a pthread_atfork handler cannot). */
-extern __thread bool tes_fork_holder __attribute__((tls_model("initial-exec")));
+/* From our fork prepare handler to our parent or child handler, the forking
+ * thread holds every allocator lock, and its own lock calls are no-ops:
+ * other libraries' fork handlers run in that window and may allocate (glibc
+ * takes its malloc locks after every prepare handler; a pthread_atfork
+ * handler cannot). The thread is named by the address of its tes_tls_heap
+ * slot, which keeps our thread-local state to that one pointer. */
+extern _Atomic(tes_heap_t *const *) tes_fork_holder;
+static inline bool tes_holds_fork_locks(void) {
+  return tes_unlikely(atomic_load_explicit(&tes_fork_holder, memory_order_relaxed) == &tes_tls_heap);
+}
 static inline void tes_lock(tes_lock_t *lock) {
-  if (tes_unlikely(tes_fork_holder)) return;
+  if (tes_holds_fork_locks()) return;
   for (unsigned spins = 0;; spins++) {
     if (atomic_load_explicit(&lock->state, memory_order_relaxed) == 0 &&
         atomic_exchange_explicit(&lock->state, 1, memory_order_acquire) == 0)
@@ -323,12 +327,12 @@ static inline void tes_lock(tes_lock_t *lock) {
   }
 }
 static inline bool tes_trylock(tes_lock_t *lock) {
-  if (tes_unlikely(tes_fork_holder)) return true;
+  if (tes_holds_fork_locks()) return true;
   return atomic_load_explicit(&lock->state, memory_order_relaxed) == 0 &&
          atomic_exchange_explicit(&lock->state, 1, memory_order_acquire) == 0;
 }
 static inline void tes_unlock(tes_lock_t *lock) {
-  if (tes_unlikely(tes_fork_holder)) return;
+  if (tes_holds_fork_locks()) return;
   atomic_store_explicit(&lock->state, 0, memory_order_release);
 }
 static inline void tes_lock_reset(tes_lock_t *lock) { atomic_store(&lock->state, 0); }
