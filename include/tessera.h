@@ -42,7 +42,8 @@ void *tes_pvalloc(size_t size);
  * In the hardened build (libtessera-secure.so) it is the size that was
  * requested: the bytes past it hold the canary that detects overflows at
  * free, so they must not be handed out as usable. The statistics and
- * tes_heap_visit still count whole class-size blocks in both builds. */
+ * tes_heap_visit count whole blocks of the class in both builds, less, in
+ * the hardened build, the padding that holds the canary and the size. */
 size_t tes_usable_size(const void *ptr);
 /* The largest alignment tes_aligned_alloc and friends honour. */
 #define TES_MAX_ALIGNMENT ((size_t)1 << 26)

@@ -250,7 +250,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   }
   list_insert(seg);
   tes_segmap_set(seg, true);
-  in_use_add((int64_t)usable);
+  in_use_add((int64_t)(usable - TES_LARGE_PADDING)); /* what the program may use, as tes_heap_visit says */
   heap->counters.large_allocs++;
 #if TES_SECURE
   tes_secure_set_padding(page, page->area, size);
@@ -275,7 +275,7 @@ static void drop_moved_guard(tes_segment_t *seg) {
 
 void tes_large_free(tes_segment_t *seg) {
   tes_page_t *page = &seg->pages[0];
-  in_use_add(-(int64_t)page->block_size);
+  in_use_add(-(int64_t)(page->block_size - TES_LARGE_PADDING));
 #if TES_SECURE
   drop_moved_guard(seg);
 #endif
@@ -391,7 +391,7 @@ void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
   while (drop != NULL) {
     tes_segment_t *next = drop->next;
     tes_page_t *page = &drop->pages[0];
-    in_use_add(-(int64_t)page->block_size);
+    in_use_add(-(int64_t)(page->block_size - TES_LARGE_PADDING));
 #if TES_SECURE
     drop_moved_guard(drop);
 #endif

@@ -11,22 +11,28 @@
 // two libstdc++ functions needed (std::get_new_handler and
 // std::__throw_bad_alloc) are weak references; in a C++ program, the only
 // kind that calls operator new, libstdc++ is loaded and they resolve.
-// Compiled with -fno-exceptions: we throw through libstdc++'s own function
-// and never catch, so no personality routine is needed.
+// Compiled with -fexceptions: we throw through libstdc++'s own function, and
+// the nothrow forms catch what a new_handler throws (below).
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
 
 extern "C" {
-void *tes_malloc(std::size_t size);
-void tes_free(void *p);
-void *tes_aligned_alloc(std::size_t alignment, std::size_t size);
+void *tes_malloc(std::size_t size) noexcept;
+void tes_free(void *p) noexcept;
+void *tes_aligned_alloc(std::size_t alignment, std::size_t size) noexcept;
 }
 
 // libstdc++'s std::get_new_handler() and std::__throw_bad_alloc(), weakly.
 extern std::new_handler tes_cxx_get_new_handler() __asm__("_ZSt15get_new_handlerv") __attribute__((weak));
 [[noreturn]] extern void tes_cxx_throw_bad_alloc() __asm__("_ZSt17__throw_bad_allocv") __attribute__((weak));
+// The nothrow forms catch what a new_handler throws, which needs libstdc++'s
+// personality routine and catch functions: weak as well (a declaration
+// cannot make the compiler's own reference to the personality weak; the
+// assembler directive can). Only a handler can throw, and a handler exists
+// only in a C++ program, where they resolve.
+__asm__(".weak __gxx_personality_v0\n.weak __cxa_begin_catch\n.weak __cxa_end_catch");
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -54,15 +60,20 @@ void *allocate_or_throw(std::size_t size, std::size_t alignment) {
   return p;
 }
 
-/* A handler that throws bad_alloc from a nothrow new would make it throw;
- * the standard's nothrow new returns nullptr then. Without catching (no
- * libstdc++ personality routine here) we call the handler only once. */
+/* The standard's nothrow new is `try { return operator new(n); } catch
+ * (...) { return nullptr; }`: the handler is called until the allocation
+ * succeeds, and a handler that throws (the usual one throws bad_alloc)
+ * makes it return nullptr, not terminate the program. */
 void *allocate_nothrow(std::size_t size, std::size_t alignment) noexcept {
   void *p = allocate(size, alignment);
-  if (__builtin_expect(p == nullptr, 0)) {
+  while (__builtin_expect(p == nullptr, 0)) {
     std::new_handler handler = current_handler();
     if (handler == nullptr) return nullptr;
-    handler();
+    try {
+      handler();
+    } catch (...) {
+      return nullptr;
+    }
     p = allocate(size, alignment);
   }
   return p;

@@ -110,7 +110,7 @@ static void compute(tes_stats_t *out) {
       uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
       int64_t live_now = live - (int64_t)tes_tf_count(tf);
       out->class_live_blocks[c] += live_now;
-      small_in_use += live_now * (int64_t)page->block_size;
+      small_in_use += live_now * (int64_t)(page->block_size - TES_PADDING); /* the hardened canary is not in use */
       total.class_allocs[c] += allocs;
       total.class_local_frees[c] += allocs - page->remote_collected - (uint64_t)(live - page->live_base);
     }

@@ -143,6 +143,34 @@ int main(int argc, char **argv) {
   none = ::operator new[](absurd, std::align_val_t(128), std::nothrow);
   CHECK(none == nullptr, "nothrow aligned new[](SIZE_MAX-4096) = %p", none);
 
+  // A new_handler with nothrow new: called until it gives up, and when it
+  // gives up by throwing std::bad_alloc (the usual way), the nothrow forms
+  // return nullptr instead of letting it escape their noexcept (before:
+  // std::terminate, and the handler was called only once).
+  static int handler_calls;
+  handler_calls = 0;
+  std::set_new_handler([] {
+    if (++handler_calls == 3) throw std::bad_alloc();
+  });
+  none = ::operator new(absurd, std::nothrow);
+  CHECK(none == nullptr && handler_calls == 3, "nothrow new with a handler: %p after %d handler calls, want nullptr "
+        "after 3", none, handler_calls);
+  handler_calls = 0;
+  none = ::operator new[](absurd, std::align_val_t(64), std::nothrow);
+  CHECK(none == nullptr && handler_calls == 3, "aligned nothrow new[] with a handler: %p after %d handler calls", none,
+        handler_calls);
+  handler_calls = 0;
+  threw = false;
+  try {
+    void *p = ::operator new(absurd);
+    ::operator delete(p);
+  } catch (const std::bad_alloc &) {
+    threw = true;
+  }
+  CHECK(threw && handler_calls == 3, "operator new with a throwing handler: threw %d after %d calls", threw,
+        handler_calls);
+  std::set_new_handler(nullptr);
+
   // Containers: many objects with strings, grown and destroyed.
   std::vector<Widget *> widgets;
   for (int i = 0; i < 20000; i++) {

@@ -6,6 +6,7 @@
 
 #include "tessera.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -24,6 +25,10 @@ static void *worker(void *arg) {
 }
 
 int main(void) {
+  /* glibc's tuning call links too: before, nothing of ours defined mallopt,
+   * so the static link pulled glibc's malloc.o and failed on duplicates. */
+  CHECK(mallopt(M_ARENA_MAX, 2) == 1, "mallopt(M_ARENA_MAX) is not accepted");
+  CHECK(mallopt(12345, 1) == 0, "mallopt of an unknown parameter is not refused");
   void *p = malloc(100);
   CHECK(tes_usable_size(p) >= 100, "malloc of the static binary is not libtessera's");
   char *z = calloc(1000, 3);
