@@ -247,7 +247,11 @@ TES_API int tes_posix_memalign(void **out, size_t alignment, size_t size) {
 }
 
 TES_API void *tes_memalign(size_t alignment, size_t size) {
-  if (alignment > TES_MAX_ALIGNMENT) {
+  /* As glibc: beyond SIZE_MAX / 2 + 1 no power of two is left to round up
+   * to (EINVAL); anything below that rounds up, and an alignment beyond
+   * TES_MAX_ALIGNMENT then fails in aligned_in with ENOMEM, as
+   * aligned_alloc and posix_memalign do. */
+  if (alignment > SIZE_MAX / 2 + 1) {
     errno = EINVAL;
     return NULL;
   }

@@ -57,6 +57,13 @@ int main(void) {
   CHECK(tes_posix_memalign(&out, 48, 100) == EINVAL, "posix_memalign(48) not EINVAL");
   errno = 0;
   CHECK(tes_aligned_alloc(TES_MAX_ALIGNMENT * 2, 100) == NULL && errno == ENOMEM, "alignment above the maximum");
+  /* memalign fails the same way above the maximum (it said EINVAL), and
+   * with EINVAL, as glibc, only where no power of two is left. */
+  errno = 0;
+  CHECK(tes_memalign(TES_MAX_ALIGNMENT * 2, 100) == NULL && errno == ENOMEM, "memalign above the maximum: errno %d",
+        errno);
+  errno = 0;
+  CHECK(tes_memalign(((size_t)1 << 63) + 1, 100) == NULL && errno == EINVAL, "memalign(2^63 + 1): errno %d", errno);
   printf("%zu aligned blocks checked\n", checked);
   return unit_finish("unit_alignment");
 }
