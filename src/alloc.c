@@ -48,7 +48,7 @@ void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size) {
     tes_page_t *page = heap->direct[(total + TES_PADDING + 15) >> 4];
     tes_block_t *block = page->free;
     if (tes_likely(block != NULL)) {
-      page->free = tes_block_next(page, block);
+      page->free = tes_block_next_checked(page, block);
       page->used++;
       heap->counters.calloc_calls++;
       heap->counters.other_allocs++;

@@ -37,7 +37,7 @@ TES_INLINE tes_block_t *tes_bin_pop(tes_bin_t *bin) {
  * there is one) and count it as used. */
 TES_INLINE tes_block_t *tes_page_take(tes_page_t *page) {
   tes_block_t *block = page->free;
-  page->free = tes_block_next(page, block);
+  page->free = tes_block_next_checked(page, block);
   page->used++;
   return block;
 }

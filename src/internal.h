@@ -145,6 +145,7 @@ struct tes_page_s {
   uint64_t remote_collected;   /* remote frees collected (stats) */
   int64_t live_base;           /* live count when the stats above were last folded */
   int64_t purge_expire;        /* ms clock when a retired page may be purged */
+  const void *corrupt_link;    /* secure build: a free block whose link was overwritten, to report */
   /* What other threads write (remote frees) starts a new cache line, so
    * their CASes do not keep stealing the line of the owner's fast path. */
   _Atomic uintptr_t xthread_free __attribute__((aligned(64))); /* remote frees (tagged pointer, TES_TF_*) */
@@ -398,6 +399,23 @@ TES_INLINE tes_block_t *tes_block_next(const tes_page_t *page, const tes_block_t
 }
 TES_INLINE void tes_block_set_next(const tes_page_t *page, tes_block_t *b, tes_block_t *next) {
   b->next = (tes_block_t *)tes_link_encode(page, (uintptr_t)next);
+}
+/* The link of free block b, about to be followed. In the hardened build, a
+ * block written after its free (a use-after-free) decodes to a random
+ * address: unless it stays in b's segment (or ends the list), the list ends
+ * at b instead of the next malloc following it, and b is noted in the page
+ * for tes_page_collect to report (the page's next malloc comes there at
+ * once, its list being empty). No call here: a call on this path made the
+ * fast path save registers on every malloc. */
+TES_INLINE tes_block_t *tes_block_next_checked(tes_page_t *page, const tes_block_t *b) {
+  tes_block_t *next = tes_block_next(page, b);
+#if TES_SECURE
+  if (tes_unlikely((((uintptr_t)next ^ (uintptr_t)b) >> TES_SEGMENT_SHIFT) != 0)) {
+    if (next != NULL) page->corrupt_link = b;
+    next = NULL;
+  }
+#endif
+  return next;
 }
 
 /* ---- init.c ---------------------------------------------------------------- */

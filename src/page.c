@@ -28,6 +28,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   atomic_store_explicit(&page->xthread_free, 0, memory_order_relaxed);
   page->installed = 0;
   page->remote_collected = 0;
+  page->corrupt_link = NULL;
   page->live_base = 0;
   page->in_use = 1;
   page->pinned = 0;
@@ -73,6 +74,17 @@ bool tes_page_extend(tes_page_t *page) {
 
 size_t tes_page_collect(tes_page_t *page) {
   size_t remote = 0;
+#if TES_SECURE
+  if (tes_unlikely(page->corrupt_link != NULL)) {
+    /* tes_block_next_checked cut the list at this block: its link had been
+     * overwritten after its free. The blocks after it are lost, never
+     * handed out twice. Reported (and aborts by default) here, off the
+     * fast path. */
+    const void *at = page->corrupt_link;
+    page->corrupt_link = NULL;
+    tes_report_error(TES_ERR_CORRUPT, at, page);
+  }
+#endif
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
   if (tes_tf_list(tf) != NULL) {
     while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, tf & TES_TF_MASK,
@@ -97,7 +109,7 @@ size_t tes_page_collect(tes_page_t *page) {
       return remote;
     } else {
       tes_block_t *tail = list;
-      for (tes_block_t *n; (n = tes_block_next(page, tail)) != NULL; tail = n) {
+      for (tes_block_t *n; (n = tes_block_next_checked(page, tail)) != NULL; tail = n) {
       }
       tes_block_set_next(page, tail, page->local_free);
       page->local_free = list;

@@ -195,6 +195,25 @@ static int scenario(const char *name) {
     pthread_t t;
     if (pthread_create(&t, NULL, free_in_thread, launder(p)) != 0 || pthread_join(t, NULL) != 0) return 6;
     free(launder(p));
+  } else if (strcmp(name, "use_after_free_link") == 0 || strcmp(name, "use_after_free_link_remote") == 0) {
+    /* The program writes into a block after freeing it (obj->next = NULL
+     * after free, or a stray string), over the encoded free-list link.
+     * Before, the decoded garbage became the page's next free block and a
+     * later malloc crashed on it (SIGSEGV inside malloc). */
+    enum { N = 64 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) blocks[i] = malloc(64);
+    char *victim = launder(blocks[N / 2]);
+    if (name[sizeof "use_after_free_link" - 1] == '_') {
+      pthread_t t; /* freed by another thread: on the page's remote stack */
+      if (pthread_create(&t, NULL, free_in_thread, victim) != 0 || pthread_join(t, NULL) != 0) return 6;
+    } else {
+      free(victim);
+    }
+    memset(launder(victim), 0x41, 8);
+    for (int i = 0; i < 10000; i++) ((volatile char *)malloc(64))[0] = 1;
+    printf("10000 mallocs after the write\n");
+    return keep_working();
   } else if (strcmp(name, "double_free_random_page") == 0) {
     /* A page whose free list was linked in random order: free one block
      * from the middle, bury it under a hundred later frees, free it again. */
