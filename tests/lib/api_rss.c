@@ -25,6 +25,7 @@
  * docs. Standard names (tes_option_get looked up at run time), so it also
  * runs against glibc to validate the harness. */
 #define _GNU_SOURCE
+#include "fresh_modes.h"
 #include "api_check.h"
 
 #include "tessera.h"
@@ -283,25 +284,8 @@ static void mode_thread_exit(void) {
 /* No mode: run every mode, each in a fresh process (RSS baselines must not
  * inherit another mode's heap), and fail if any fails. */
 static int run_all_modes(char **argv) {
-  static const char *modes[] = {"trim", "delay", "phases", "thread_exit"};
-  int failed = 0;
-  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-    fflush(NULL);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0, "fork");
-    if (pid == 0) {
-      char *child_argv[] = {argv[0], (char *)modes[i], NULL};
-      execv("/proc/self/exe", child_argv);
-      _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fprintf(stderr, "api_rss %s: failed (status %d)\n", modes[i], status);
-      failed++;
-    }
-  }
-  return failed;
+  static const char *const modes[] = {"trim", "delay", "phases", "thread_exit"};
+  return run_modes_in_fresh_processes("api_rss", argv, modes, sizeof modes / sizeof modes[0]);
 }
 
 int main(int argc, char **argv) {

@@ -12,8 +12,10 @@
  *               inside its fork window) allocate small and large blocks:
  *               before, the allocator's own locks were held and fork hung.
  *
- * Each runs in a fresh process (this program re-executes itself), so the
- * key state and the handler order are those of a program's start. */
+ * Each runs in a fresh process (fresh_modes.h: this program re-executes
+ * itself), so the key state and the handler order are those of a
+ * program's start. */
+#include "fresh_modes.h"
 #include "unit_common.h"
 
 #include "internal.h"
@@ -141,10 +143,9 @@ static int early_handlers_wanted;
 static void register_early(int argc, char **argv, char **envp) {
   /* Before libtessera's constructor (every constructor runs after the
    * executable's preinit array): our prepare handler then runs after its,
-   * and our parent/child handlers before its. (getenv does not work yet.) */
-  (void)argc, (void)argv;
-  for (char **e = envp; e && *e; e++)
-    if (strcmp(*e, "UNIT_LIFECYCLE_MODE=atfork") == 0) early_handlers_wanted = 1;
+   * and our parent/child handlers before its. */
+  (void)envp;
+  early_handlers_wanted = argc > 1 && strcmp(argv[1], "atfork") == 0;
   if (early_handlers_wanted) pthread_atfork(early_prepare, early_parent, early_child);
 }
 __attribute__((section(".preinit_array"), used)) static void (*const register_early_entry)(int, char **, char **) = register_early;
@@ -181,28 +182,11 @@ static void run_atfork(void) {
 }
 
 int main(int argc, char **argv) {
-  const char *mode = getenv("UNIT_LIFECYCLE_MODE");
-  if (mode == NULL) {
+  if (argc < 2) {
     static const char *const modes[] = {"late_alloc", "late_free", "keys_gone", "atfork"};
-    int failed = 0;
-    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
-      fflush(NULL);
-      pid_t pid = fork();
-      REQUIRE(pid >= 0, "fork");
-      if (pid == 0) {
-        setenv("UNIT_LIFECYCLE_MODE", modes[m], 1);
-        execv("/proc/self/exe", argv);
-        _exit(127);
-      }
-      int status;
-      waitpid(pid, &status, 0);
-      int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      printf("%s %s (status %#x)\n", ok ? "ok  " : "FAIL", modes[m], status);
-      failed += !ok;
-    }
-    (void)argc;
-    return failed ? 1 : 0;
+    return run_modes_in_fresh_processes("unit_lifecycle", argv, modes, sizeof modes / sizeof modes[0]) ? 1 : 0;
   }
+  const char *mode = argv[1];
   if (!strcmp(mode, "late_alloc")) run_late(1);
   else if (!strcmp(mode, "late_free")) run_late(0);
   else if (!strcmp(mode, "keys_gone")) run_keys_gone();
