@@ -128,18 +128,41 @@ static int run(const char *which) {
  * crashed when the block's predecessor was free. */
 static char *rdf_blocks[3];
 static pthread_barrier_t rdf_gate;
+/* Three blocks of 100 bytes, each the physical successor of the one before.
+ * The thread heap may be one an earlier thread left with holes, so not any
+ * three mallocs will do: allocate until a chain shows up (the rest are
+ * `spare`, freed at the end). */
+enum { RDF_TRIES = 256 };
+static char *rdf_spare[RDF_TRIES];
+static int rdf_spares;
+static void rdf_find_chain(void) {
+  static char *got[RDF_TRIES];
+  int n = 0, chain = -1;
+  while (chain < 0 && n < RDF_TRIES) {
+    CHECK((got[n] = ts_malloc_nolock(100)) != NULL);
+    n++;
+    for (int y = 0; y < n && chain < 0; y++) { /* a middle block with both neighbours among got */
+      int x = -1, z = -1;
+      for (int k = 0; k < n; k++) {
+        if (fit_next_phys(fit_header_of(got[k])) == fit_header_of(got[y])) x = k;
+        if (fit_next_phys(fit_header_of(got[y])) == fit_header_of(got[k])) z = k;
+      }
+      if (x >= 0 && z >= 0) {
+        rdf_blocks[0] = got[x], rdf_blocks[1] = got[y], rdf_blocks[2] = got[z];
+        chain = y;
+      }
+    }
+  }
+  CHECK(chain >= 0); /* no three adjacent blocks in RDF_TRIES mallocs */
+  rdf_spares = 0;
+  for (int i = 0; i < n; i++)
+    if (got[i] != rdf_blocks[0] && got[i] != rdf_blocks[1] && got[i] != rdf_blocks[2]) rdf_spare[rdf_spares++] = got[i];
+}
+
 static void *rdf_owner(void *arg) {
   int free_predecessor = (int)(uintptr_t)arg;
-  for (int i = 0; i < 3; i++) CHECK((rdf_blocks[i] = ts_malloc_nolock(100)) != NULL);
-  for (int i = 0; i < 3; i++) /* address order */
-    for (int j = i + 1; j < 3; j++)
-      if (rdf_blocks[j] < rdf_blocks[i]) {
-        char *t = rdf_blocks[i];
-        rdf_blocks[i] = rdf_blocks[j];
-        rdf_blocks[j] = t;
-      }
+  rdf_find_chain();
   for (int i = 0; i < 3; i++) memset(rdf_blocks[i], 'a' + i, 100);
-  CHECK(fit_next_phys(fit_header_of(rdf_blocks[0])) == fit_header_of(rdf_blocks[1]));
   if (free_predecessor) ts_free_nolock(rdf_blocks[0]);
   pthread_barrier_wait(&rdf_gate); /* the main thread frees the middle block twice */
   pthread_barrier_wait(&rdf_gate);
@@ -154,6 +177,7 @@ static void *rdf_owner(void *arg) {
   CHECK_HEAP();
   if (!free_predecessor) ts_free_nolock(rdf_blocks[0]);
   ts_free_nolock(rdf_blocks[2]);
+  for (int i = 0; i < rdf_spares; i++) ts_free_nolock(rdf_spare[i]);
   CHECK_HEAP();
   return NULL;
 }
