@@ -423,8 +423,8 @@ void tes_process_init(void);                 /* idempotent; called from slow pat
 bool tes_process_ready(void);
 void tes_reap_late_heaps(void);             /* abandon heaps of gone threads that no key destructor saw */
 size_t tes_late_heap_count(void);           /* heaps waiting for that (tests) */
-tes_heap_t *tes_thread_heap_init(void);
-tes_heap_t *tes_thread_heap_init_for_free(void); /* the same, for a thread's first call being a free */      /* give the calling thread a heap; NULL on OOM */
+tes_heap_t *tes_thread_heap_init(void);          /* give the calling thread a heap; NULL on OOM */
+tes_heap_t *tes_thread_heap_init_for_free(void); /* the same, for a thread's first call being a free */
 uint64_t tes_random_next(void);              /* process-wide random (secure keys) */
 extern uintptr_t tes_process_key;
 

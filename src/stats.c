@@ -82,7 +82,7 @@ static void compute(tes_stats_t *out) {
       const tes_page_t *page = tes_page_of(tes_segment_of(b), b);
       if (!page->in_use || page->class_index >= TES_CLASS_COUNT) continue;
       out->class_live_blocks[page->class_index]--;
-      parked_bytes += (int64_t)page->block_size;
+      parked_bytes += (int64_t)(page->block_size - TES_PADDING); /* as the pages count it below */
     }
     for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
       const tes_bin_t *bin = &h->bins[c];
