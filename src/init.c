@@ -128,6 +128,10 @@ static void late_remove(tes_heap_t *heap) {
 
 static void reap(bool force) {
   if (atomic_load_explicit(&late_count, memory_order_relaxed) == 0) return;
+  /* Not inside our fork window: an abandon may wait for a large block that
+   * a thread blocked on our locks is moving (tes_large_reassign). It can
+   * wait for the next look. */
+  if (tes_holds_fork_locks()) return;
   /* One tgkill per listed heap: not on every thread start. */
   int64_t now = tes_os_clock_ms();
   if (!force && now < atomic_load_explicit(&late_reap_due, memory_order_relaxed)) return;
