@@ -117,6 +117,7 @@ typedef enum tes_option_e {
   TES_OPTION_SECURE,            /* read-only: 1 in the hardened build (libtessera-secure), else 0 */
   TES_OPTION_ABORT_ON_ERROR,    /* 1: abort on a detected heap error, 0: report and continue */
   TES_OPTION_BINS,              /* 1: per-class bins of recently freed blocks (default build), 0: off */
+  TES_OPTION_PURGE_THREAD,      /* 1: a background thread returns freed memory of idle threads (0/1) */
   TES_OPTION_COUNT
 } tes_option_t;
 

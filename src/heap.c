@@ -107,6 +107,7 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
   for (size_t i = 0; i < TES_SLICE_SLOTS; i++) heap->slice_tag[i] = UINTPTR_MAX;
   heap->thread_id = thread_id;
   heap->thread_default = thread_default ? thread_default : heap;
+  atomic_store_explicit(&heap->purge_due, INT64_MAX, memory_order_relaxed);
   heap->key = (uintptr_t)tes_random_next();
   heap->random = tes_random_next() | 1;
   tes_lock(&heaps_lock);
@@ -233,13 +234,23 @@ void tes_heap_fold_page(tes_heap_t *heap, tes_page_t *page, bool reset) {
   }
 }
 
-/* ---- purge list -------------------------------------------------------------- */
+/* ---- purge list --------------------------------------------------------------
+ * Changed only under heap->purge_lock: the purge thread (purge.c) purges a
+ * heap's due pages while its owner may be busy elsewhere (or idle for good).
+ * The owner takes the lock on the slow paths that retire, take back or purge
+ * pages; its fast paths never touch retired pages. */
+static void purge_due_update(tes_heap_t *heap) {
+  int64_t due = heap->purge.first != NULL ? heap->purge.first->purge_expire : INT64_MAX;
+  atomic_store_explicit(&heap->purge_due, due, memory_order_relaxed);
+}
+
 static void purge_list_remove(tes_heap_t *heap, tes_page_t *page) {
   queue_unlink(&heap->purge, page);
   page->purge_pending = 0;
 }
 
-static void purge_expired(tes_heap_t *heap, int64_t now, bool force) {
+/* Purge the pages due at `now` (all of them when force); purge_lock held. */
+static void purge_expired_locked(tes_heap_t *heap, int64_t now, bool force) {
   while (heap->purge.first != NULL && (force || heap->purge.first->purge_expire <= now)) {
     tes_page_t *page = heap->purge.first;
     purge_list_remove(heap, page);
@@ -248,11 +259,22 @@ static void purge_expired(tes_heap_t *heap, int64_t now, bool force) {
     if (force) page->purge_expire = 0;
     tes_segment_purge_page(page);
   }
+  purge_due_update(heap);
 }
 
-/* Called by segment.c: a page of this heap left use (or its segment is going). */
+static void purge_expired(tes_heap_t *heap, int64_t now, bool force) {
+  tes_lock(&heap->purge_lock);
+  purge_expired_locked(heap, now, force);
+  tes_unlock(&heap->purge_lock);
+}
+
+/* Called by segment.c, purge_lock held: a page of this heap left use (or
+ * its segment is going), or a retired page is taken back. */
 void tes_heap_purge_cancel(tes_heap_t *heap, tes_page_t *page) {
-  if (page->purge_pending) purge_list_remove(heap, page);
+  if (page->purge_pending) {
+    purge_list_remove(heap, page);
+    purge_due_update(heap);
+  }
 }
 void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
   int64_t now = tes_os_clock_ms();
@@ -264,14 +286,55 @@ void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
   page->purge_expire = now + delay;
   page->purge_pending = 1;
   queue_push_back(&heap->purge, page);
+  purge_due_update(heap);
+  tes_purge_thread_notify();
 }
 
 static void purge_due_at(tes_heap_t *heap, int64_t now) {
-  if (heap->purge.first != NULL && heap->purge.first->purge_expire <= now) purge_expired(heap, now, false);
+  if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) <= now) purge_expired(heap, now, false);
 }
 
 void tes_heap_purge_due(tes_heap_t *heap) {
-  if (heap->purge.first != NULL) purge_due_at(heap, tes_os_clock_ms());
+  if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) != INT64_MAX)
+    purge_due_at(heap, tes_os_clock_ms());
+}
+
+/* The purge thread's round (purge.c): every heap's due pages, skipping a
+ * heap whose owner holds its lock now (it purges on its own slow path).
+ * Returns the earliest expiry still pending (INT64_MAX: none). */
+int64_t tes_heaps_purge_idle(int64_t now) {
+  int64_t next = INT64_MAX;
+  tes_lock(&heaps_lock);
+  for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
+    int64_t due = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
+    if (due <= now && tes_trylock(&heap->purge_lock)) {
+      purge_expired_locked(heap, now, false);
+      tes_unlock(&heap->purge_lock);
+      due = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
+    }
+    if (due < next) next = due;
+  }
+  tes_unlock(&heaps_lock);
+  return next;
+}
+
+int64_t tes_heaps_purge_next(void) {
+  int64_t next = INT64_MAX;
+  tes_lock(&heaps_lock);
+  for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
+    int64_t due = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
+    if (due < next) next = due;
+  }
+  tes_unlock(&heaps_lock);
+  return next;
+}
+
+/* A page retired from this heap goes back to its segment (and may free the
+ * segment, or schedule the page's purge). */
+static void page_release(tes_heap_t *heap, tes_page_t *page) {
+  tes_lock(&heap->purge_lock);
+  tes_segment_page_free(heap, page);
+  tes_unlock(&heap->purge_lock);
 }
 
 /* Work deferred to slow paths: remote frees into full pages, due purges,
@@ -292,6 +355,7 @@ static void heap_deferred(tes_heap_t *heap) {
   tes_heap_purge_due(heap);
 #endif
   if ((++heap->slow_count & 7) == 0) tes_cache_purge(false);
+  tes_purge_thread_start(); /* last: it may allocate (pthread_create), re-entering this path */
 }
 
 /* ---- retire / full / unfull ---------------------------------------------------- */
@@ -300,7 +364,7 @@ void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page) {
   tes_heap_fold_page(heap, page, false);
   page->in_use = 0;
   page->in_full = 0;
-  tes_segment_page_free(heap, page);
+  page_release(heap, page);
 }
 
 /* A page with no free block: watch it through the delayed list instead of
@@ -339,7 +403,7 @@ void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page) {
   if (page->used == 0) {
     page->in_use = 0;
     tes_heap_fold_page(heap, page, false);
-    tes_segment_page_free(heap, page);
+    page_release(heap, page);
     return;
   }
   class_push_back(heap, page);
@@ -381,9 +445,11 @@ static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c, bool adopt, bool *re
       return NULL;
     }
   }
+  tes_lock(&heap->purge_lock);
   tes_page_t *page = tes_segment_page_alloc(heap, kind);
+  if (page != NULL) tes_page_init(page, tes_segment_of(page), c, bs);
+  tes_unlock(&heap->purge_lock);
   if (page == NULL) return NULL;
-  tes_page_init(page, tes_segment_of(page), c, bs);
   atomic_store_explicit(&page->heap, heap, memory_order_release);
   tes_page_set_bin(page, &heap->bins[c]);
   tes_page_extend(page);
@@ -575,7 +641,7 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
       bool last = seg->used_pages == 1;
       page->in_use = 0;
       tes_heap_fold_page(heap, page, false);
-      tes_segment_page_free(heap, page); /* may free the segment */
+      page_release(heap, page); /* may free the segment */
       if (last) return;
     } else {
       class_push_back(heap, page);
@@ -621,7 +687,9 @@ void tes_heap_free_all(tes_heap_t *heap) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
     for (tes_page_t *p = heap->queues[c].first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
   for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
+  tes_lock(&heap->purge_lock);
   while (heap->purge.first != NULL) purge_list_remove(heap, heap->purge.first);
+  purge_due_update(heap);
   while (heap->segments != NULL) {
     tes_segment_t *seg = heap->segments;
     tes_segment_unlink(heap, seg);
@@ -637,6 +705,7 @@ void tes_heap_free_all(tes_heap_t *heap) {
     seg->used_pages = 0;
     tes_segment_free(seg);
   }
+  tes_unlock(&heap->purge_lock);
   memset(heap->queues, 0, sizeof heap->queues);
   memset(&heap->full, 0, sizeof heap->full);
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct[i] = &tes_page_empty;

@@ -241,6 +241,11 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
 /* ---- heap ------------------------------------------------------------------ */
 #define TES_SLICE_SHIFT 16 /* 64 KiB slices */
 #define TES_SLICE_SLOTS 1024
+typedef struct tes_lock_s {
+  _Atomic int state;
+} tes_lock_t;
+#define TES_LOCK_INIT {0}
+
 struct tes_heap_s {
   tes_page_t *direct[TES_DIRECT_COUNT]; /* fast path: size -> page with free blocks */
   tes_bin_t *direct_bin[TES_DIRECT_COUNT]; /* default build: size -> its class's bin */
@@ -258,7 +263,14 @@ struct tes_heap_s {
   _Atomic(tes_block_t *) delayed_free;  /* remote frees into full pages */
   tes_segment_t *segments;              /* small and medium segments */
   tes_segment_t *free_segments[2];      /* segments with a free page, per kind */
-  tes_page_queue_t purge;              /* retired pages in expiry order */
+  /* Retired pages in expiry order. The purge list, and the free and dirty
+   * state of the heap's segments' pages, are also touched by the purge
+   * thread (TESSERA_PURGE_THREAD, purge.c), so they change only under
+   * purge_lock; purge_due (ms clock, INT64_MAX: nothing) is the list head's
+   * expiry, readable without the lock. */
+  tes_page_queue_t purge;
+  tes_lock_t purge_lock;
+  _Atomic int64_t purge_due;
   uint64_t slow_count;
   int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
   struct tes_heap_s *all_next, *all_prev; /* every heap in the process */
@@ -303,10 +315,6 @@ extern uint8_t tes_segmap[TES_SEGMAP_COUNT];
 extern long tes_option_values[TES_OPTION_COUNT];
 
 /* ---- spin lock (slow paths only; fork handlers reset them) --------------- */
-typedef struct tes_lock_s {
-  _Atomic int state;
-} tes_lock_t;
-#define TES_LOCK_INIT {0}
 /* From our fork prepare handler to our parent or child handler, the forking
  * thread holds every allocator lock, and its own lock calls are no-ops:
  * other libraries' fork handlers run in that window and may allocate (glibc
@@ -483,6 +491,17 @@ void tes_heap_purge_cancel(tes_heap_t *heap, tes_page_t *page);
  * report of such a retake (purged_at: ms clock of the purge, 0 if forced). */
 int64_t tes_purge_delay(int64_t now);
 void tes_purge_note_retake(int64_t purged_at);
+/* purge.c: the purge thread (TESSERA_PURGE_THREAD): started from a malloc
+ * slow path holding no lock; a fork child forgets its parent's. heap.c:
+ * its round over every heap, purging what is due or only looking (both
+ * return the next expiry, INT64_MAX: none); segment.c: when the segment
+ * cache's next purge is due. */
+void tes_purge_thread_start(void);
+void tes_purge_thread_after_fork(void);
+void tes_purge_thread_notify(void); /* a purge was scheduled: wake a parked purge thread */
+int64_t tes_heaps_purge_idle(int64_t now);
+int64_t tes_heaps_purge_next(void);
+int64_t tes_cache_purge_due(void);
 void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page);
 void tes_abandoned_lock(void);
 void tes_abandoned_unlock(void);

@@ -23,6 +23,7 @@ static const tes_option_desc_t option_table[TES_OPTION_COUNT] = {
     [TES_OPTION_ABORT_ON_ERROR] = {"abort_on_error", 1, 0, 1},
     /* The hardened build has no bins (docs/RELIABILITY.md): 0 only. */
     [TES_OPTION_BINS] = {"bins", TES_SECURE ? 0 : 1, 0, TES_SECURE ? 0 : 1},
+    [TES_OPTION_PURGE_THREAD] = {"purge_thread", 0, 0, 1},
 };
 
 long tes_option_values[TES_OPTION_COUNT] = {
@@ -35,6 +36,7 @@ long tes_option_values[TES_OPTION_COUNT] = {
     [TES_OPTION_SECURE] = TES_SECURE ? 1 : 0,
     [TES_OPTION_ABORT_ON_ERROR] = 1,
     [TES_OPTION_BINS] = TES_SECURE ? 0 : 1,
+    [TES_OPTION_PURGE_THREAD] = 0,
 };
 
 /* Parse a decimal integer; false on junk or overflow. */

@@ -9,6 +9,8 @@
 #include "os.h"
 
 #include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -216,6 +218,37 @@ bool tes_os_thread_alive(long tid) {
 }
 
 void tes_os_yield(void) { sched_yield(); }
+
+void tes_os_wait(int *word, int expected, int64_t ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+  int saved = errno;
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, ms < 0 ? NULL : &ts, NULL, 0);
+  errno = saved;
+}
+
+void tes_os_wake(int *word) {
+  int saved = errno;
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  errno = saved;
+}
+
+bool tes_os_thread_start(void *(*fn)(void *), const char *name) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return false;
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* inherited by the new thread */
+  pthread_t thread;
+  int saved = errno;
+  bool started = pthread_create(&thread, &attr, fn, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  if (started) pthread_setname_np(thread, name);
+  errno = saved;
+  return started;
+}
 
 void tes_os_write_stderr(const char *text, size_t length) {
   while (length > 0) {

@@ -53,6 +53,16 @@ long tes_os_thread_id(void);
 bool tes_os_thread_alive(long tid);
 /* Give up the processor while spinning on a lock. */
 void tes_os_yield(void);
+/* Block while *word == expected, for at most ms milliseconds (ms < 0: no
+ * limit), or until tes_os_wake(word); may return early (signals). */
+void tes_os_wait(int *word, int expected, int64_t ms);
+void tes_os_wake(int *word);
+/* Start a detached thread named `name` running fn(NULL), with every signal
+ * blocked in it (a process-directed signal must reach the program's own
+ * threads). False if the thread could not be created. The thread library
+ * allocates its stack and TLS through malloc and mmap, so the caller must
+ * hold no allocator lock. */
+bool tes_os_thread_start(void *(*fn)(void *), const char *name);
 /* Write a message to stderr without allocating. */
 void tes_os_write_stderr(const char *text, size_t length);
 /* getenv that never allocates (reads environ). */

@@ -62,3 +62,78 @@ void tes_purge_note_retake(int64_t purged_at) {
 }
 
 TES_API long tes_purge_delay_current(void) { return (long)tes_purge_delay(tes_os_clock_ms()); }
+
+/* ---- the purge thread (TESSERA_PURGE_THREAD=1) ----------------------------
+ * Purges run on slow paths, so a program that frees memory and then stops
+ * calling the allocator (a server gone idle, a tool waiting for input) keeps
+ * that memory resident for good. With the option on, one thread, started on
+ * a malloc slow path, sleeps until the earliest pending purge of any heap or
+ * of the segment cache is due, purges what is due, and sleeps again; with
+ * nothing pending it parks until a purge is scheduled (tes_purge_thread_notify
+ * wakes it), so an idle program does not wake it at all. It never allocates;
+ * it takes a heap's purge lock only with a trylock (an owner holding it is on
+ * its slow path and purges by itself), and holds no lock while it sleeps, so
+ * fork's prepare handler never waits long for it. A fork child has no such
+ * thread; it starts its own on its first slow path. */
+enum { PURGE_THREAD_NONE, PURGE_THREAD_RUNNING, PURGE_THREAD_FAILED };
+static _Atomic int purge_thread_state;
+static _Atomic int purge_thread_parked; /* 1: waiting for work (futex word) */
+
+#define PURGE_THREAD_MIN_MS 2 /* shortest sleep: work was due but its heap was busy */
+
+/* The earliest pending purge anywhere (INT64_MAX: none); purges what is due
+ * at `now` first when `purge`. */
+static int64_t purge_round(int64_t now, bool purge) {
+  int64_t next = purge ? tes_heaps_purge_idle(now) : tes_heaps_purge_next();
+  if (purge) tes_cache_purge(false);
+  int64_t cache_next = tes_cache_purge_due();
+  return cache_next < next ? cache_next : next;
+}
+
+static void *purge_thread_main(void *unused) {
+  (void)unused;
+  for (;;) {
+    int64_t now = tes_os_clock_ms();
+    int64_t next = tes_opt(TES_OPTION_PURGE_THREAD) ? purge_round(now, true) : INT64_MAX;
+    if (next != INT64_MAX) {
+      int64_t wait = next - now;
+      tes_os_wait((int *)&purge_thread_parked, 0, wait < PURGE_THREAD_MIN_MS ? PURGE_THREAD_MIN_MS : wait);
+      continue;
+    }
+    /* Park. A purge scheduled after the round above either sees the flag
+     * (and wakes us) or is seen by the second look (both sides are
+     * sequentially consistent). */
+    atomic_store(&purge_thread_parked, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (tes_opt(TES_OPTION_PURGE_THREAD) && purge_round(0, false) != INT64_MAX) {
+      atomic_store(&purge_thread_parked, 0);
+      continue;
+    }
+    while (atomic_load(&purge_thread_parked)) tes_os_wait((int *)&purge_thread_parked, 1, -1);
+  }
+  return NULL;
+}
+
+void tes_purge_thread_notify(void) {
+  if (tes_likely(atomic_load_explicit(&purge_thread_state, memory_order_relaxed) != PURGE_THREAD_RUNNING)) return;
+  atomic_thread_fence(memory_order_seq_cst); /* the new expiry before the flag (see the parking) */
+  if (atomic_load_explicit(&purge_thread_parked, memory_order_relaxed) && atomic_exchange(&purge_thread_parked, 0))
+    tes_os_wake((int *)&purge_thread_parked);
+}
+
+void tes_purge_thread_start(void) {
+  if (tes_likely(!tes_opt(TES_OPTION_PURGE_THREAD))) return;
+  int state = atomic_load_explicit(&purge_thread_state, memory_order_relaxed);
+  if (state != PURGE_THREAD_NONE || tes_holds_fork_locks()) return; /* in a fork: the child starts its own */
+  if (!atomic_compare_exchange_strong(&purge_thread_state, &state, PURGE_THREAD_RUNNING)) return;
+  if (!tes_os_thread_start(purge_thread_main, "tessera-purge")) {
+    atomic_store(&purge_thread_state, PURGE_THREAD_FAILED);
+    if (tes_opt(TES_OPTION_VERBOSE)) tes_message("warning: cannot start the purge thread; purging on slow paths only");
+  }
+}
+
+void tes_purge_thread_after_fork(void) {
+  int running = PURGE_THREAD_RUNNING;
+  atomic_compare_exchange_strong(&purge_thread_state, &running, PURGE_THREAD_NONE);
+  atomic_store(&purge_thread_parked, 0);
+}

@@ -160,8 +160,11 @@ void tes_cache_put(tes_segment_t *seg) {
     }
   }
   tes_unlock(&cache_lock);
+  tes_purge_thread_notify();
   if (evict) unmap_segment(evict);
 }
+
+int64_t tes_cache_purge_due(void) { return atomic_load_explicit(&cache_purge_due, memory_order_relaxed); }
 
 void tes_cache_purge(bool force) {
   int64_t now = 0;

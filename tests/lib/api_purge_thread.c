@@ -1,0 +1,254 @@
+/* api_purge_thread.c — TESSERA_PURGE_THREAD: memory freed by a thread that
+ * then stops calling the allocator still goes back to the OS.
+ *
+ * Each mode runs in a fresh process (fresh_modes.h), with the option turned
+ * on by tes_option_set at the start of the mode:
+ *   idle     a worker allocates 48 MiB (small, medium and large blocks),
+ *            frees all of it and blocks on a condition variable; the main
+ *            thread watches RSS without calling the allocator (RSS is read
+ *            with open/read): it must fall by 80% of what was freed within
+ *            3 s (whole segments, through the segment cache).
+ *   pages    the same with two size classes whose pages share segments: the
+ *            blocks of one class stay live, so the other's pages are retired
+ *            inside segments still in use (the heap's own purge list, which
+ *            only the owner or the purge thread can purge).
+ *   churn    four threads allocate, pattern-fill, verify and free for 1.5 s
+ *            with a 1 ms purge delay, so the purge thread purges pages all
+ *            the time while their owners retire and take pages back: a purge
+ *            of a page in use would zero live blocks, which the verification
+ *            catches.
+ *   fork     a worker churns while the main thread forks 12 children; each
+ *            child frees 24 MiB it allocated and, idle, must see its RSS
+ *            fall (the child has no purge thread of its parent's: it starts
+ *            its own), then exits; an alarm catches a hang.
+ * Without the option the RSS of idle and pages stays up (checked by hand:
+ * docs/USAGE.md, section options). tests/sanitize runs churn under ASan and
+ * TSan with TES_API_ONLY, where the calls go through tes_malloc and tes_free
+ * and the sanitizer keeps malloc. */
+#include "api_check.h"
+#include "fresh_modes.h"
+#include "tessera.h"
+
+#ifdef TES_API_ONLY
+#define MALLOC tes_malloc
+#define FREE tes_free
+#else
+#define MALLOC malloc
+#define FREE free
+#endif
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+
+
+static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int stage; /* 1: worker freed its memory; 2: main is done */
+
+static void set_stage(int s) {
+  pthread_mutex_lock(&mutex);
+  stage = s;
+  pthread_cond_broadcast(&cond);
+  pthread_mutex_unlock(&mutex);
+}
+
+static void wait_stage(int s) {
+  pthread_mutex_lock(&mutex);
+  while (stage < s) pthread_cond_wait(&cond, &mutex);
+  pthread_mutex_unlock(&mutex);
+}
+
+/* Wait, without calling the allocator, until RSS is at most `target` bytes;
+ * returns the milliseconds it took, or -1 after `limit_ms`. */
+static long wait_rss_at_most(int64_t target, long limit_ms) {
+  for (long waited = 0; waited <= limit_ms; waited += 10) {
+    if (api_rss_bytes() <= target) return waited;
+    api_sleep_ms(10);
+  }
+  return -1;
+}
+
+#define MAX_BLOCKS 200000
+static void *blocks[MAX_BLOCKS];
+static size_t block_count;
+
+/* Allocate about `bytes` in blocks cycling through `sizes`, touching each. */
+static void allocate(size_t bytes, const size_t *sizes, size_t nsizes) {
+  size_t total = 0;
+  block_count = 0;
+  while (total < bytes && block_count < MAX_BLOCKS) {
+    size_t size = sizes[block_count % nsizes];
+    char *p = MALLOC(size);
+    REQUIRE(p != NULL, "malloc(%zu)", size);
+    memset(p, 0x5a, size);
+    blocks[block_count++] = p;
+    total += size;
+  }
+}
+
+static size_t keep_every; /* pages mode: blocks at indices % keep_every == 0 stay live */
+
+static void *idle_worker(void *arg) {
+  const size_t *which = arg;
+  if (which[0] == 0) {
+    static const size_t mixed[] = {48, 200, 1000, 3000, 20000, 200000, 900000};
+    allocate(48 * MIB, mixed, 7);
+    for (size_t i = 0; i < block_count; i++) FREE(blocks[i]);
+  } else {
+    /* Two classes alternating: 64-byte blocks (kept) share segments with
+     * 1,500-byte ones (freed), each class in pages of its own. */
+    static const size_t two[] = {64, 1500};
+    allocate(48 * MIB, two, 2);
+    for (size_t i = 0; i < block_count; i++)
+      if (i % keep_every != 0) FREE(blocks[i]);
+  }
+  set_stage(1);
+  wait_stage(2); /* idle: no allocator call until main is done */
+  return NULL;
+}
+
+static int idle_mode(bool pages) {
+  API_GROUP(pages ? "pages" : "idle");
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_THREAD, 1) == 0, "option");
+  tes_option_set(TES_OPTION_PURGE_DELAY_MS, 25);
+  int64_t base = api_rss_bytes();
+  keep_every = 2;
+  size_t which[1] = {pages ? 1 : 0};
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, idle_worker, which) == 0, "thread");
+  wait_stage(1);
+  int64_t high = api_rss_bytes();
+  /* idle: everything was freed; pages: the 1,500-byte blocks, 1500/1564 of
+   * the bytes (their pages hold nothing else). */
+  int64_t freed = pages ? (high - base) * 1500 / 1564 : high - base;
+  int64_t target = high - freed * 8 / 10;
+  long ms = wait_rss_at_most(target, 3000);
+  int64_t now = api_rss_bytes();
+  CHECK(freed > (int64_t)(30 * MIB), "only %lld MiB freed", (long long)(freed / (int64_t)MIB));
+  CHECK(ms >= 0, "RSS %lld MiB after 3 s idle: base %lld MiB, high %lld MiB, target %lld MiB",
+        (long long)(now / (int64_t)MIB), (long long)(base / (int64_t)MIB), (long long)(high / (int64_t)MIB),
+        (long long)(target / (int64_t)MIB));
+  printf("%s: RSS %lld -> %lld MiB in %ld ms while the worker was idle\n", api_current_group,
+         (long long)(high / (int64_t)MIB), (long long)(now / (int64_t)MIB), ms);
+  set_stage(2);
+  pthread_join(t, NULL);
+  if (pages)
+    for (size_t i = 0; i < block_count; i += keep_every) FREE(blocks[i]);
+  return api_finish(pages ? "api_purge_thread pages" : "api_purge_thread idle");
+}
+
+static _Atomic bool churn_stop;
+static _Atomic long churn_blocks;
+
+static void *churn_worker(void *arg) {
+  uint64_t rng = (uintptr_t)arg * 0x9E3779B97F4A7C15ULL + 1;
+  enum { SLOTS = 2048 };
+  static _Thread_local void *slot[SLOTS];
+  static _Thread_local size_t slot_size[SLOTS];
+  long n = 0;
+  while (!churn_stop) {
+    for (int k = 0; k < 4096; k++) {
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      size_t i = rng % SLOTS;
+      if (slot[i] != NULL) {
+        for (size_t j = 0; j < slot_size[i]; j += 61)
+          if (((uint8_t *)slot[i])[j] != api_pattern_byte(slot[i], slot_size[i], j)) {
+            fprintf(stderr, "block %p (%zu bytes) changed at %zu\n", slot[i], slot_size[i], j);
+            abort();
+          }
+        FREE(slot[i]);
+        slot[i] = NULL;
+      } else {
+        /* Mostly small, some medium, so pages empty and refill often. */
+        size_t size = (rng >> 20) % 16 == 0 ? 1024 + (rng >> 24) % 60000 : 16 + (rng >> 24) % 900;
+        slot[i] = MALLOC(size);
+        REQUIRE(slot[i] != NULL, "malloc");
+        slot_size[i] = size;
+        for (size_t j = 0; j < size; j += 61) ((uint8_t *)slot[i])[j] = api_pattern_byte(slot[i], size, j);
+        n++;
+      }
+    }
+    if (rng % 8 == 0) /* empty everything now and then: whole pages retire */
+      for (size_t i = 0; i < SLOTS; i++) FREE(slot[i]), slot[i] = NULL;
+  }
+  for (size_t i = 0; i < SLOTS; i++) FREE(slot[i]), slot[i] = NULL;
+  churn_blocks += n;
+  return NULL;
+}
+
+static int churn_mode(void) {
+  API_GROUP("churn");
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_THREAD, 1) == 0, "option");
+  tes_option_set(TES_OPTION_PURGE_DELAY_MS, 1);
+  tes_stats_t before, after;
+  tes_stats_get(&before);
+  pthread_t t[4];
+  for (uintptr_t i = 0; i < 4; i++) REQUIRE(pthread_create(&t[i], NULL, churn_worker, (void *)(i + 1)) == 0, "thread");
+  api_sleep_ms(1500);
+  churn_stop = true;
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  tes_stats_get(&after);
+  uint64_t purged = after.os_purged_bytes - before.os_purged_bytes;
+  CHECK(purged > 0, "nothing purged");
+  printf("churn: %ld blocks verified, %llu MiB purged meanwhile\n", (long)churn_blocks,
+         (unsigned long long)(purged / MIB));
+  return api_finish("api_purge_thread churn");
+}
+
+static void *fork_churn(void *unused) {
+  (void)unused;
+  while (!churn_stop) {
+    void *p[64];
+    for (int i = 0; i < 64; i++) p[i] = MALLOC(64 + (size_t)i * 100);
+    for (int i = 0; i < 64; i++) FREE(p[i]);
+  }
+  return NULL;
+}
+
+static int fork_mode(void) {
+  API_GROUP("fork");
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_THREAD, 1) == 0, "option");
+  tes_option_set(TES_OPTION_PURGE_DELAY_MS, 10);
+  alarm(60);
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, fork_churn, NULL) == 0, "thread");
+  static const size_t sizes[] = {100, 700, 5000, 300000};
+  for (int round = 0; round < 12; round++) {
+    allocate(8 * MIB, sizes, 4); /* the parent frees too: purges pending at the fork */
+    for (size_t i = 0; i < block_count; i++) FREE(blocks[i]);
+    fflush(NULL);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork");
+    if (pid == 0) {
+      int64_t base = api_rss_bytes();
+      allocate(24 * MIB, sizes, 4);
+      int64_t high = api_rss_bytes();
+      for (size_t i = 0; i < block_count; i++) FREE(blocks[i]);
+      long ms = wait_rss_at_most(high - (high - base) * 7 / 10, 3000);
+      _exit(ms >= 0 ? 0 : 1);
+    }
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: status %#x (1: RSS stayed up)", round,
+          (unsigned)status);
+  }
+  churn_stop = true;
+  pthread_join(t, NULL);
+  alarm(0);
+  return api_finish("api_purge_thread fork");
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    if (!strcmp(argv[1], "idle")) return idle_mode(false);
+    if (!strcmp(argv[1], "pages")) return idle_mode(true);
+    if (!strcmp(argv[1], "churn")) return churn_mode();
+    if (!strcmp(argv[1], "fork")) return fork_mode();
+    fprintf(stderr, "unknown mode %s\n", argv[1]);
+    return 2;
+  }
+  static const char *const modes[] = {"idle", "pages", "churn", "fork"};
+  return run_modes_in_fresh_processes("api_purge_thread", argv, modes, 4) ? 1 : 0;
+}
