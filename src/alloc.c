@@ -294,5 +294,9 @@ TES_API void tes_collect(bool force) {
     }
     tes_heap_collect(heap, force);
   }
+  /* Other threads' retired pages too: a thread that is alive but idle would
+   * otherwise keep them until its own next slow path. (Their bins and
+   * remote-free stacks stay: only their owners touch those.) */
+  tes_heaps_purge(tes_os_clock_ms(), force);
   tes_cache_purge(force);
 }

@@ -299,23 +299,43 @@ void tes_heap_purge_due(tes_heap_t *heap) {
     purge_due_at(heap, tes_os_clock_ms());
 }
 
-/* The purge thread's round (purge.c): every heap's due pages, skipping a
- * heap whose owner holds its lock now (it purges on its own slow path).
+/* Every heap's retired pages due at `now`, or all of them when force:
+ * the purge thread's round, a sweep from some thread's slow path, and
+ * tes_collect (malloc_trim) from any thread, which must reach the pages of
+ * threads that are alive but idle. Unless forced, a heap whose owner holds
+ * its lock is skipped (it is on its slow path and purges by itself).
  * Returns the earliest expiry still pending (INT64_MAX: none). */
-int64_t tes_heaps_purge_idle(int64_t now) {
+int64_t tes_heaps_purge(int64_t now, bool force) {
   int64_t next = INT64_MAX;
   tes_lock(&heaps_lock);
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
     int64_t due = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
-    if (due <= now && tes_trylock(&heap->purge_lock)) {
-      purge_expired_locked(heap, now, false);
-      tes_unlock(&heap->purge_lock);
-      due = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
+    if (force ? due != INT64_MAX : due <= now) {
+      if (force) tes_lock(&heap->purge_lock);
+      if (force || tes_trylock(&heap->purge_lock)) {
+        purge_expired_locked(heap, now, force);
+        tes_unlock(&heap->purge_lock);
+        due = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
+      }
     }
     if (due < next) next = due;
   }
   tes_unlock(&heaps_lock);
   return next;
+}
+
+/* From slow paths: other heaps' overdue pages, at most once per purge
+ * delay process-wide, so that a thread that went idle gives its freed
+ * pages back while any other thread still calls the allocator. */
+static _Atomic int64_t sweep_next_ms;
+static void sweep_other_heaps(int64_t now) {
+  int64_t due = atomic_load_explicit(&sweep_next_ms, memory_order_relaxed);
+  if (now < due) return;
+  int64_t delay = tes_purge_delay(now);
+  if (!atomic_compare_exchange_strong_explicit(&sweep_next_ms, &due, now + (delay > 0 ? delay : 1),
+                                               memory_order_relaxed, memory_order_relaxed))
+    return;
+  tes_heaps_purge(now, false);
 }
 
 int64_t tes_heaps_purge_next(void) {
@@ -354,7 +374,10 @@ static void heap_deferred(tes_heap_t *heap) {
 #else
   tes_heap_purge_due(heap);
 #endif
-  if ((++heap->slow_count & 7) == 0) tes_cache_purge(false);
+  if ((++heap->slow_count & 7) == 0) {
+    tes_cache_purge(false);
+    sweep_other_heaps(tes_os_clock_ms());
+  }
   tes_purge_thread_start(); /* last: it may allocate (pthread_create), re-entering this path */
 }
 

@@ -493,13 +493,13 @@ int64_t tes_purge_delay(int64_t now);
 void tes_purge_note_retake(int64_t purged_at);
 /* purge.c: the purge thread (TESSERA_PURGE_THREAD): started from a malloc
  * slow path holding no lock; a fork child forgets its parent's. heap.c:
- * its round over every heap, purging what is due or only looking (both
- * return the next expiry, INT64_MAX: none); segment.c: when the segment
- * cache's next purge is due. */
+ * a round over every heap, purging what is due (or everything) or only
+ * looking (both return the next expiry, INT64_MAX: none); segment.c: when
+ * the segment cache's next purge is due. */
 void tes_purge_thread_start(void);
 void tes_purge_thread_after_fork(void);
 void tes_purge_thread_notify(void); /* a purge was scheduled: wake a parked purge thread */
-int64_t tes_heaps_purge_idle(int64_t now);
+int64_t tes_heaps_purge(int64_t now, bool force);
 int64_t tes_heaps_purge_next(void);
 int64_t tes_cache_purge_due(void);
 void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page);

@@ -84,7 +84,7 @@ static _Atomic int purge_thread_parked; /* 1: waiting for work (futex word) */
 /* The earliest pending purge anywhere (INT64_MAX: none); purges what is due
  * at `now` first when `purge`. */
 static int64_t purge_round(int64_t now, bool purge) {
-  int64_t next = purge ? tes_heaps_purge_idle(now) : tes_heaps_purge_next();
+  int64_t next = purge ? tes_heaps_purge(now, false) : tes_heaps_purge_next();
   if (purge) tes_cache_purge(false);
   int64_t cache_next = tes_cache_purge_due();
   return cache_next < next ? cache_next : next;

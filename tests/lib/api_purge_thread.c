@@ -1,8 +1,10 @@
-/* api_purge_thread.c — TESSERA_PURGE_THREAD: memory freed by a thread that
- * then stops calling the allocator still goes back to the OS.
+/* api_purge_thread.c — memory freed by a thread that then stops calling the
+ * allocator (alive, but idle) still goes back to the OS: by the purge thread
+ * (TESSERA_PURGE_THREAD), by malloc_trim from another thread, or by other
+ * threads' slow paths.
  *
- * Each mode runs in a fresh process (fresh_modes.h), with the option turned
- * on by tes_option_set at the start of the mode:
+ * Each mode runs in a fresh process (fresh_modes.h). The first four turn the
+ * option on by tes_option_set at the start of the mode:
  *   idle     a worker allocates 48 MiB (small, medium and large blocks),
  *            frees all of it and blocks on a condition variable; the main
  *            thread watches RSS without calling the allocator (RSS is read
@@ -21,6 +23,12 @@
  *            child frees 24 MiB it allocated and, idle, must see its RSS
  *            fall (the child has no purge thread of its parent's: it starts
  *            its own), then exits; an alarm catches a hang.
+ * and two run without it, on the pages of an idle worker as in `pages`:
+ *   trim     the main thread calls malloc_trim(0): RSS must fall at once
+ *            (it used to purge only the caller's own heap, and said 1);
+ *   sweep    the main thread keeps allocating and freeing (slow paths, not
+ *            a trim): RSS must fall within 3 s, since a slow path purges
+ *            other heaps' overdue pages, at most once per purge delay.
  * Without the option the RSS of idle and pages stays up (checked by hand:
  * docs/USAGE.md, section options). tests/sanitize runs churn under ASan and
  * TSan with TES_API_ONLY, where the calls go through tes_malloc and tes_free
@@ -37,6 +45,7 @@
 #define FREE free
 #endif
 
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -109,9 +118,32 @@ static void *idle_worker(void *arg) {
   return NULL;
 }
 
-static int idle_mode(bool pages) {
-  API_GROUP(pages ? "pages" : "idle");
-  REQUIRE(tes_option_set(TES_OPTION_PURGE_THREAD, 1) == 0, "option");
+enum reclaim { BY_PURGE_THREAD, BY_TRIM, BY_SWEEP };
+
+/* Without calling the allocator (BY_PURGE_THREAD), or calling it as `how`
+ * says, until RSS is at most `target`; milliseconds taken, -1 after 3 s. */
+static long reclaim(enum reclaim how, int64_t target) {
+  if (how == BY_PURGE_THREAD) return wait_rss_at_most(target, 3000);
+  if (how == BY_TRIM) {
+    int released = malloc_trim(0);
+    CHECK(released == 1, "malloc_trim returned %d", released);
+    return api_rss_bytes() <= target ? 0 : -1;
+  }
+  double start = api_now_seconds();
+  static void *churn[2000];
+  while (api_now_seconds() - start < 3.0) {
+    for (int i = 0; i < 2000; i++) churn[i] = MALLOC(600 + (size_t)(i % 5) * 16);
+    for (int i = 0; i < 2000; i++) FREE(churn[i]);
+    if (api_rss_bytes() <= target) return (long)((api_now_seconds() - start) * 1000);
+    api_sleep_ms(5);
+  }
+  return -1;
+}
+
+static int idle_mode(bool pages, enum reclaim how) {
+  static const char *const names[] = {"idle", "pages", "trim", "sweep"};
+  API_GROUP(names[how == BY_PURGE_THREAD ? (pages ? 1 : 0) : how + 1]);
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_THREAD, how == BY_PURGE_THREAD) == 0, "option");
   tes_option_set(TES_OPTION_PURGE_DELAY_MS, 25);
   int64_t base = api_rss_bytes();
   keep_every = 2;
@@ -124,10 +156,10 @@ static int idle_mode(bool pages) {
    * the bytes (their pages hold nothing else). */
   int64_t freed = pages ? (high - base) * 1500 / 1564 : high - base;
   int64_t target = high - freed * 8 / 10;
-  long ms = wait_rss_at_most(target, 3000);
+  long ms = reclaim(how, target);
   int64_t now = api_rss_bytes();
   CHECK(freed > (int64_t)(30 * MIB), "only %lld MiB freed", (long long)(freed / (int64_t)MIB));
-  CHECK(ms >= 0, "RSS %lld MiB after 3 s idle: base %lld MiB, high %lld MiB, target %lld MiB",
+  CHECK(ms >= 0, "RSS %lld MiB after 3 s (trim: at once): base %lld MiB, high %lld MiB, target %lld MiB",
         (long long)(now / (int64_t)MIB), (long long)(base / (int64_t)MIB), (long long)(high / (int64_t)MIB),
         (long long)(target / (int64_t)MIB));
   printf("%s: RSS %lld -> %lld MiB in %ld ms while the worker was idle\n", api_current_group,
@@ -136,7 +168,7 @@ static int idle_mode(bool pages) {
   pthread_join(t, NULL);
   if (pages)
     for (size_t i = 0; i < block_count; i += keep_every) FREE(blocks[i]);
-  return api_finish(pages ? "api_purge_thread pages" : "api_purge_thread idle");
+  return api_finish(api_current_group);
 }
 
 static _Atomic bool churn_stop;
@@ -242,13 +274,15 @@ static int fork_mode(void) {
 
 int main(int argc, char **argv) {
   if (argc > 1) {
-    if (!strcmp(argv[1], "idle")) return idle_mode(false);
-    if (!strcmp(argv[1], "pages")) return idle_mode(true);
+    if (!strcmp(argv[1], "idle")) return idle_mode(false, BY_PURGE_THREAD);
+    if (!strcmp(argv[1], "pages")) return idle_mode(true, BY_PURGE_THREAD);
+    if (!strcmp(argv[1], "trim")) return idle_mode(true, BY_TRIM);
+    if (!strcmp(argv[1], "sweep")) return idle_mode(true, BY_SWEEP);
     if (!strcmp(argv[1], "churn")) return churn_mode();
     if (!strcmp(argv[1], "fork")) return fork_mode();
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
   }
-  static const char *const modes[] = {"idle", "pages", "churn", "fork"};
-  return run_modes_in_fresh_processes("api_purge_thread", argv, modes, 4) ? 1 : 0;
+  static const char *const modes[] = {"idle", "pages", "churn", "fork", "trim", "sweep"};
+  return run_modes_in_fresh_processes("api_purge_thread", argv, modes, 6) ? 1 : 0;
 }
