@@ -474,6 +474,7 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page);  /* retired page
 void tes_segment_purge_page(tes_page_t *page);
 tes_segment_t *tes_segment_find(const void *p); /* owner of any address, or NULL */
 void tes_segmap_set(tes_segment_t *seg, bool present);
+void tes_segmap_shrink(tes_segment_t *seg, size_t new_size); /* before seg->size becomes new_size */
 tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment);
 tes_segment_t *tes_segment_obtain(size_t size, size_t alignment); /* cache or OS; segmap not set */
 void tes_cache_put(tes_segment_t *seg);

@@ -99,11 +99,11 @@ static inline void api_require_tessera_if_asked(int argc, char **argv) {
               getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "(unset)");
 }
 
-/* Resident set size of this process in bytes (/proc/self/statm's second
- * field, the VmRSS of /proc/self/status). open and read into a stack
- * buffer: no allocation, so a test can watch RSS without calling the
+/* Field `field` of /proc/self/statm in bytes: 0 is the address space
+ * mapped (VmSize), 1 the resident set (VmRSS). open and read into a stack
+ * buffer: no allocation, so a test can watch memory without calling the
  * allocator (fopen would malloc its FILE). */
-static inline int64_t api_rss_bytes(void) {
+static inline int64_t api_statm_bytes(int field) {
   int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   char text[128];
@@ -111,12 +111,16 @@ static inline int64_t api_rss_bytes(void) {
   close(fd);
   if (n <= 0) return -1;
   text[n] = '\0';
-  const char *p = strchr(text, ' ');
+  const char *p = text;
+  for (int i = 0; i < field && p != NULL; i++)
+    if ((p = strchr(p, ' ')) != NULL) p++;
   if (p == NULL) return -1;
   long long pages = 0;
-  for (p++; *p >= '0' && *p <= '9'; p++) pages = pages * 10 + (*p - '0');
+  for (; *p >= '0' && *p <= '9'; p++) pages = pages * 10 + (*p - '0');
   return (int64_t)pages * sysconf(_SC_PAGESIZE);
 }
+static inline int64_t api_rss_bytes(void) { return api_statm_bytes(1); }
+static inline int64_t api_vsz_bytes(void) { return api_statm_bytes(0); }
 
 static inline double api_now_seconds(void) {
   struct timespec ts;
