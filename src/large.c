@@ -75,6 +75,21 @@ static void in_use_add(int64_t delta) {
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) & ~(to - 1); }
 
+/* The committed gauge for a large segment in use: bytes purged behind (or
+ * in front of) its block leave it (seg->purged_bytes counts them), and
+ * count again once the block may grow over them or the mapping changes
+ * size (tes_os_remap moves the gauge by the whole difference). Before,
+ * `committed` (and mallinfo2's arena) kept whole purged tails. */
+static void note_purged(tes_segment_t *seg, size_t bytes) {
+  tes_os_commit_note(-(int64_t)bytes);
+  seg->purged_bytes += bytes;
+}
+static void note_unpurged(tes_segment_t *seg) {
+  if (seg->purged_bytes == 0) return;
+  tes_os_commit_note((int64_t)seg->purged_bytes);
+  seg->purged_bytes = 0;
+}
+
 /* The mapping of a large block that needs `need` bytes from its segment's
  * start: the next power of two from 256 KiB up to the 4 MiB unit, whole OS
  * pages beyond. Each used to take whole units: 20,000 blocks of 200 KiB
@@ -149,7 +164,10 @@ static void purge_tail(tes_segment_t *seg, size_t keep) {
   keep = round_up(keep, page);
   if (seg->dirty_end > keep + LARGE_TAIL_PURGE) {
     size_t len = round_up(seg->dirty_end, page) - keep;
-    if (tes_os_purge((uint8_t *)seg + keep, len, true)) seg->dirty_end = keep;
+    if (tes_os_purge((uint8_t *)seg + keep, len, true)) {
+      seg->dirty_end = keep;
+      note_purged(seg, len);
+    }
   }
 }
 #endif
@@ -166,6 +184,7 @@ static void shrink_mapping(tes_segment_t *seg, size_t keep) {
   if (new_size <= seg->size / 2 && seg->size - new_size >= TES_SEGMENT_SIZE) {
     size_t alignment = seg->large_offset >= TES_SEGMENT_SIZE ? seg->large_offset : TES_SEGMENT_SIZE;
     tes_segmap_shrink(seg, new_size);
+    note_unpurged(seg);
     if (tes_os_remap(seg, seg->size, new_size, alignment) == seg) {
       seg->size = new_size;
       if (seg->dirty_end > new_size) seg->dirty_end = new_size;
@@ -251,8 +270,10 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   size_t dirty_to = offset & ~(page_size - 1);
   if (dirty < dirty_to) dirty_to = dirty & ~(page_size - 1); /* nothing beyond was ever written */
   if (dirty_to > dirty_from + LARGE_TAIL_PURGE &&
-      tes_os_purge((uint8_t *)seg + dirty_from, dirty_to - dirty_from, true))
+      tes_os_purge((uint8_t *)seg + dirty_from, dirty_to - dirty_from, true)) {
     clean_below = offset & ~(page_size - 1);
+    note_purged(seg, dirty_to - dirty_from);
+  }
   bool block_dirty = dirty > offset && clean_below < offset + usable;
   seg->clean_below = clean_below < offset ? clean_below : offset;
   if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
@@ -356,6 +377,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   page->block_size = end - offset;
   in_use_add((int64_t)page->block_size - (int64_t)old_usable);
   if (seg->dirty_end < end) seg->dirty_end = end;
+  if (end > old_usable + offset) note_unpurged(seg); /* grown: it may cover purged pages */
   /* Shrunk to half its mapping or less (and by a unit at least): the
    * mapping ends after the new guard, which becomes the segment's own last
    * page (see shrink_mapping for the default build). Otherwise what the
@@ -366,6 +388,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   if (end != fixed && new_size <= seg->size / 2 && seg->size - new_size >= TES_SEGMENT_SIZE) {
     size_t alignment = offset >= TES_SEGMENT_SIZE ? offset : TES_SEGMENT_SIZE;
     tes_segmap_shrink(seg, new_size);
+    note_unpurged(seg);
     if (tes_os_remap(seg, seg->size, new_size, alignment) == seg) {
       seg->size = new_size;
       seg->large_guard = 0;
@@ -375,8 +398,10 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
     tes_segmap_set(seg, true);
   }
   if (seg->dirty_end > end + page_size + LARGE_TAIL_PURGE &&
-      tes_os_purge((uint8_t *)seg + end + page_size, round_up(seg->dirty_end, page_size) - end - page_size, true))
+      tes_os_purge((uint8_t *)seg + end + page_size, round_up(seg->dirty_end, page_size) - end - page_size, true)) {
+    note_purged(seg, round_up(seg->dirty_end, page_size) - end - page_size);
     seg->dirty_end = end + page_size;
+  }
   return p;
 #else
   size_t offset = seg->large_offset;
@@ -387,6 +412,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
     in_use_add((int64_t)usable - (int64_t)old_usable);
     if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
     if (usable < old_usable) shrink_mapping(seg, offset + usable);
+    else note_unpurged(seg); /* grown: it may cover purged pages */
     return p;
   }
   /* Grow the mapping: mremap keeps the pages, moves them if it must. */
@@ -398,6 +424,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   tes_unlock(&large_lock);
   tes_segmap_set(seg, false);
   size_t old_size = seg->size;
+  note_unpurged(seg);
   tes_segment_t *moved = tes_os_remap(seg, old_size, total, alignment);
   if (moved == NULL) {
     tes_segmap_set(seg, true);

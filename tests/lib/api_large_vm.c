@@ -11,8 +11,14 @@
  *            their contents stay, and neither RSS nor the address space may
  *            keep the 640 MiB (the mapping kept all of it, and the hardened
  *            build kept it resident too); then grown back to 8 MiB, written
- *            and checked, and freed. */
+ *            and checked, and freed.
+ *   tail     20 blocks of 16 MiB, written through, realloc'ed to 9 MiB (too
+ *            little to shrink the mapping: the tail is purged): the
+ *            committed bytes (mallinfo2's arena) must go down with RSS
+ *            (they kept the whole 320 MiB). */
 #include "api_check.h"
+
+#include <malloc.h>
 
 
 
@@ -84,9 +90,36 @@ static void shrink(void) {
   }
 }
 
+static void tail(void) {
+  API_GROUP("tail");
+  enum { N = 20 };
+  static unsigned char *blocks[N];
+  const size_t big = 16 << 20, kept = 9 << 20;
+  malloc_trim(0); /* no cached segment from the groups before: they would come and go in `arena` */
+  int64_t arena0 = (int64_t)mallinfo2().arena;
+  for (int i = 0; i < N; i++) {
+    blocks[i] = malloc(big);
+    REQUIRE(blocks[i] != NULL, "malloc %d", i);
+    memset(blocks[i], i + 1, big);
+  }
+  for (int i = 0; i < N; i++) {
+    unsigned char *p = realloc(blocks[i], kept);
+    REQUIRE(p != NULL, "realloc %d", i);
+    blocks[i] = p;
+  }
+  int64_t arena = (int64_t)mallinfo2().arena - arena0;
+  printf("tail: %d x 16 MiB -> 9 MiB: committed (arena) +%lld MiB\n", N, (long long)(arena / MIB));
+  CHECK(arena < (int64_t)N * 11 * MIB, "committed +%lld MiB for %d blocks of 9 MiB", (long long)(arena / MIB), N);
+  for (int i = 0; i < N; i++) {
+    CHECK(blocks[i][0] == i + 1 && blocks[i][kept - 1] == i + 1, "block %d changed", i);
+    free(blocks[i]);
+  }
+}
+
 int main(int argc, char **argv) {
   api_require_tessera_if_asked(argc, argv);
   many();
   shrink();
+  tail();
   return api_finish("api_large_vm");
 }
