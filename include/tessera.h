@@ -49,14 +49,18 @@ size_t tes_usable_size(const void *ptr);
 #define TES_MAX_ALIGNMENT ((size_t)1 << 26)
 
 /* ---- Returning memory to the OS ----------------------------------------- */
-/* Purge what is free now. force=false: the calling thread's heap and the
- * shared caches; force=true: also ignore purge delays and drop the retained
- * segment cache, returning everything that can be returned at once. */
+/* Purge what is free now. force=false: what is due in every heap (retired
+ * pages) and in the shared caches, and the calling thread's bins and
+ * remote frees; force=true: also ignore purge delays and drop the retained
+ * segment cache, returning everything that can be returned at once (other
+ * threads' bins and remote-free stacks stay: only their owners touch them). */
 void tes_collect(bool force);
 /* The purge delay in effect now, in ms: TESSERA_PURGE_DELAY_MS, doubled (up
  * to 4 times) while freed memory keeps being wanted again soon after it was
  * purged, and halved again after a second without that. Memory freed now
- * goes back to the OS this long after (on a later allocation call). */
+ * goes back to the OS this long after: on a later allocation slow path of
+ * any thread, or, with TESSERA_PURGE_THREAD=1, by a background thread even
+ * when the program stops calling the allocator. */
 long tes_purge_delay_current(void);
 
 /* ---- Statistics ---------------------------------------------------------- */
