@@ -26,6 +26,21 @@ void tes_heaps_lock(void) { tes_lock(&heaps_lock); }
 void tes_heaps_unlock(void) { tes_unlock(&heaps_lock); }
 void tes_heaps_lock_reset(void) { tes_lock_reset(&heaps_lock); }
 
+/* Fork (init.c), between the heaps lock and the segment locks (owners take
+ * a purge lock first and segment and cache locks under it): every heap's
+ * purge lock, so that none is held in the child by a thread that does not
+ * exist there (a forced purge of every heap, malloc_trim in the child,
+ * would wait on it for ever). The heaps lock is held, so the list stays. */
+void tes_heaps_purge_locks_acquire(void) {
+  for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) tes_lock(&heap->purge_lock);
+}
+void tes_heaps_purge_locks_release(bool child) {
+  for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
+    if (child) tes_lock_reset(&heap->purge_lock);
+    else tes_unlock(&heap->purge_lock);
+  }
+}
+
 /* Direct-table index range [lo, hi] served by class c (empty when lo > hi). */
 static void class_direct_range(unsigned c, size_t *lo, size_t *hi) {
   size_t size = tes_class_size(c);

@@ -210,6 +210,7 @@ _Atomic(tes_heap_t *const *) tes_fork_holder;
 static void fork_prepare(void) {
   tes_lock(&late_lock);
   tes_heaps_lock();
+  tes_heaps_purge_locks_acquire();
   tes_segments_lock();
   tes_segment_locks_acquire();
   tes_large_lock();
@@ -222,6 +223,7 @@ static void fork_parent(void) {
   tes_large_unlock(false);
   tes_segment_locks_release(false);
   tes_segments_unlock(false);
+  tes_heaps_purge_locks_release(false);
   tes_heaps_unlock();
   tes_unlock(&late_lock);
 }
@@ -247,6 +249,7 @@ static void fork_child(void) {
   tes_large_unlock(true);
   tes_segment_locks_release(true);
   tes_segments_unlock(true);
+  tes_heaps_purge_locks_release(true);
   tes_heaps_lock_reset();
 }
 

@@ -457,6 +457,8 @@ void tes_heaps_lock(void);
 void tes_heaps_unlock(void);
 extern tes_heap_t *tes_heaps_all;            /* under tes_heaps_lock */
 void tes_heaps_lock_reset(void);
+void tes_heaps_purge_locks_acquire(void); /* fork: every heap's purge lock (heaps lock held) */
+void tes_heaps_purge_locks_release(bool child);
 
 /* ---- page.c ---------------------------------------------------------------- */
 void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, size_t block_size);

@@ -19,10 +19,12 @@
  *            the time while their owners retire and take pages back: a purge
  *            of a page in use would zero live blocks, which the verification
  *            catches.
- *   fork     a worker churns while the main thread forks 12 children; each
- *            child frees 24 MiB it allocated and, idle, must see its RSS
- *            fall (the child has no purge thread of its parent's: it starts
- *            its own), then exits; an alarm catches a hang.
+ *   fork     a worker fills and empties pages while the main thread forks
+ *            200 children. The first 12 free 24 MiB they allocated and,
+ *            idle, must see their RSS fall (the child has no purge thread of
+ *            its parent's: it starts its own); the others call malloc_trim,
+ *            which purges every heap and hung on a purge lock the worker
+ *            held at the fork; an alarm catches a hang.
  * and two run without it, on the pages of an idle worker as in `pages`:
  *   trim     the main thread calls malloc_trim(0): RSS must fall at once
  *            (it used to purge only the caller's own heap, and said 1);
@@ -229,12 +231,15 @@ static int churn_mode(void) {
   return api_finish("api_purge_thread churn");
 }
 
+/* Fills and empties whole pages and segments, so that its heap's purge
+ * lock is often held when the main thread forks. */
 static void *fork_churn(void *unused) {
   (void)unused;
+  enum { N = 4096 };
+  static void *p[N];
   while (!churn_stop) {
-    void *p[64];
-    for (int i = 0; i < 64; i++) p[i] = MALLOC(64 + (size_t)i * 100);
-    for (int i = 0; i < 64; i++) FREE(p[i]);
+    for (int i = 0; i < N; i++) p[i] = MALLOC(1024);
+    for (int i = 0; i < N; i++) FREE(p[i]);
   }
   return NULL;
 }
@@ -247,13 +252,17 @@ static int fork_mode(void) {
   pthread_t t;
   REQUIRE(pthread_create(&t, NULL, fork_churn, NULL) == 0, "thread");
   static const size_t sizes[] = {100, 700, 5000, 300000};
-  for (int round = 0; round < 12; round++) {
+  for (int round = 0; round < 200; round++) {
     allocate(8 * MIB, sizes, 4); /* the parent frees too: purges pending at the fork */
     for (size_t i = 0; i < block_count; i++) FREE(blocks[i]);
     fflush(NULL);
     pid_t pid = fork();
     REQUIRE(pid >= 0, "fork");
     if (pid == 0) {
+      if (round >= 12) { /* a forced purge of every heap: other threads' purge locks must not be held here */
+        malloc_trim(0);
+        _exit(0);
+      }
       int64_t base = api_rss_bytes();
       allocate(24 * MIB, sizes, 4);
       int64_t high = api_rss_bytes();
