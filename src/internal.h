@@ -363,9 +363,12 @@ TES_INLINE unsigned tes_segmap_get(const void *p) {
  * delayed lists by statistics and tes_heap_visit): follow it only if it is
  * 16-byte aligned and inside a small/medium segment's first 4 MiB unit,
  * which stays mapped while the walker holds the segment lock or owns the
- * heap; an aligned read there stays inside one page. */
+ * heap; an aligned read there stays inside one page. The unit of a large
+ * block's segment is mapped only as far as the block needs (large.c), so a
+ * large segment does not qualify (its header, in its first page, says so). */
 TES_INLINE bool tes_maybe_small_block(const void *p) {
-  return ((uintptr_t)p & 15) == 0 && tes_segmap_get(p) == 1;
+  return ((uintptr_t)p & 15) == 0 && tes_segmap_get(p) == 1 &&
+         ((const tes_segment_t *)((uintptr_t)p & ~(uintptr_t)TES_SEGMENT_MASK))->kind != TES_SEG_LARGE;
 }
 #define TES_DELAYED_WALK_MAX ((size_t)1 << 20) /* delayed-list links such a walk follows at most */
 TES_INLINE tes_page_t *tes_page_of(tes_segment_t *seg, const void *p) {

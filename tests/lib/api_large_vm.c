@@ -12,6 +12,8 @@
  *            keep the 640 MiB (the mapping kept all of it, and the hardened
  *            build kept it resident too); then grown back to 8 MiB, written
  *            and checked, and freed.
+ *   grow     1,000 blocks of 200 KiB realloc'ed to 300 KiB: at most 2.5x
+ *            what they hold mapped (growth took whole 4 MiB units: 4 GB).
  *   tail     20 blocks of 16 MiB, written through, realloc'ed to 9 MiB (too
  *            little to shrink the mapping: the tail is purged): the
  *            committed bytes (mallinfo2's arena) must go down with RSS
@@ -90,6 +92,34 @@ static void shrink(void) {
   }
 }
 
+static void grow(void) {
+  API_GROUP("grow");
+  enum { N = 1000 };
+  static char *blocks[N];
+  malloc_trim(0);
+  int64_t vsz0 = api_vsz_bytes();
+  for (int i = 0; i < N; i++) {
+    blocks[i] = malloc(200 << 10);
+    REQUIRE(blocks[i] != NULL, "malloc %d", i);
+    blocks[i][0] = (char)i;
+  }
+  for (int i = 0; i < N; i++) {
+    char *p = realloc(blocks[i], 300 << 10);
+    REQUIRE(p != NULL, "realloc %d", i);
+    blocks[i] = p;
+    p[(300 << 10) - 1] = (char)i;
+  }
+  int64_t grown = api_vsz_bytes() - vsz0, live = (int64_t)N * (300 << 10);
+  printf("grow: %d x 200 KiB -> 300 KiB (%lld MiB live): address space +%lld MiB\n", N, (long long)(live / MIB),
+         (long long)(grown / MIB));
+  CHECK(grown < live * 5 / 2, "address space +%lld MiB for %lld MiB live", (long long)(grown / MIB),
+        (long long)(live / MIB));
+  for (int i = 0; i < N; i++) {
+    CHECK(blocks[i][0] == (char)i && blocks[i][(300 << 10) - 1] == (char)i, "block %d changed", i);
+    free(blocks[i]);
+  }
+}
+
 static void tail(void) {
   API_GROUP("tail");
   enum { N = 20 };
@@ -120,6 +150,7 @@ int main(int argc, char **argv) {
   api_require_tessera_if_asked(argc, argv);
   many();
   shrink();
+  grow();
   tail();
   return api_finish("api_large_vm");
 }

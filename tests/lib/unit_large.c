@@ -75,6 +75,23 @@ int main(void) {
     tes_free(al);
   }
 
+  /* A large segment is mapped only as far as its block needs: walks that
+   * follow links from blocks another thread may be reusing (statistics,
+   * tes_heap_visit) must not take an address in the rest of its 4 MiB unit
+   * for a small block (they read it: SIGSEGV when they did). */
+  {
+    unsigned char *big = tes_malloc(200000);
+    unsigned char *small = tes_malloc(48);
+    REQUIRE(big != NULL && small != NULL, "malloc");
+    CHECK(tes_segment_of(big)->size < TES_SEGMENT_SIZE, "a 200,000-byte block mapped %zu bytes",
+          tes_segment_of(big)->size);
+    CHECK(!tes_maybe_small_block((unsigned char *)tes_segment_of(big) + ((size_t)1 << 20)),
+          "an address past a large segment's mapping passes for a small block");
+    CHECK(tes_maybe_small_block(small), "a small block does not pass");
+    tes_free(big);
+    tes_free(small);
+  }
+
   /* tes_collect(true) drops the cache: the reserved space goes back. */
   tes_collect(true);
   tes_stats_get(&s1);
