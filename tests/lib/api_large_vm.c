@@ -14,6 +14,9 @@
  *            and checked, and freed.
  *   grow     1,000 blocks of 200 KiB realloc'ed to 300 KiB: at most 2.5x
  *            what they hold mapped (growth took whole 4 MiB units: 4 GB).
+ *   huge     malloc and calloc of twice RAM and swap together fail with
+ *            ENOMEM, as glibc's do, unless vm.overcommit_memory is 1
+ *            (always overcommit): they succeeded with MAP_NORESERVE.
  *   tail     20 blocks of 16 MiB, written through, realloc'ed to 9 MiB (too
  *            little to shrink the mapping: the tail is purged): the
  *            committed bytes (mallinfo2's arena) must go down with RSS
@@ -120,6 +123,50 @@ static void grow(void) {
   }
 }
 
+/* A number from a /proc file: the first integer after `key` (in kB for
+ * /proc/meminfo), or -1. open/read: no allocation. */
+static long long proc_number(const char *path, const char *key) {
+  char text[4096];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  const char *p = key ? strstr(text, key) : text;
+  if (p == NULL) return -1;
+  if (key) p += strlen(key);
+  while (*p == ' ' || *p == '\t') p++;
+  long long v = 0;
+  if (*p < '0' || *p > '9') return -1;
+  for (; *p >= '0' && *p <= '9'; p++) v = v * 10 + (*p - '0');
+  return v;
+}
+
+static void huge(void) {
+  API_GROUP("huge");
+  long long mode = proc_number("/proc/sys/vm/overcommit_memory", NULL);
+  long long ram_kb = proc_number("/proc/meminfo", "MemTotal:"), swap_kb = proc_number("/proc/meminfo", "SwapTotal:");
+  if (mode == 1 || ram_kb <= 0 || swap_kb < 0) {
+    printf("huge: skipped (overcommit_memory %lld)\n", mode);
+    return;
+  }
+  size_t size = (size_t)(ram_kb + swap_kb) * 1024 * 2;
+  errno = 0;
+  void *p = malloc(size);
+  CHECK(p == NULL && errno == ENOMEM, "malloc(%zu) = %p, errno %d", size, p, errno);
+  free(p);
+  errno = 0;
+  p = calloc(1, size);
+  CHECK(p == NULL && errno == ENOMEM, "calloc(1, %zu) = %p, errno %d", size, p, errno);
+  free(p);
+  void *small = malloc(100); /* and the allocator goes on */
+  CHECK(small != NULL, "malloc(100) after the failures");
+  free(small);
+  printf("huge: malloc and calloc of %llu GiB refused (overcommit_memory %lld)\n",
+         (unsigned long long)(size >> 30), mode);
+}
+
 static void tail(void) {
   API_GROUP("tail");
   enum { N = 20 };
@@ -151,6 +198,7 @@ int main(int argc, char **argv) {
   many();
   shrink();
   grow();
+  huge();
   tail();
   return api_finish("api_large_vm");
 }
