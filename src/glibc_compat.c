@@ -152,20 +152,15 @@ TES_COMPAT_EXPORT int malloc_trim(size_t pad) {
 }
 
 /* glibc's tuning knobs (M_MMAP_THRESHOLD, M_ARENA_MAX, M_TRIM_THRESHOLD,
- * M_PERTURB, ...) describe glibc's arenas, which do not exist here: each
- * known one is accepted and ignored with glibc's success value 1, so code
- * that tunes glibc keeps running; an unknown one returns 0, as in glibc.
- * Defining mallopt (and glibc's exported alias) also keeps a static link
- * from pulling glibc's malloc.o, whose malloc would clash with ours. */
+ * M_PERTURB, ...) describe glibc's arenas, which do not exist here: each is
+ * accepted and ignored, with glibc 2.36's return value, so that code that
+ * tunes glibc and checks the result keeps running: 1 for every parameter,
+ * unknown ones included, except M_MXFAST outside 0..80 * sizeof(size_t) / 4
+ * (0). Defining mallopt (and glibc's exported alias) also keeps a static
+ * link from pulling glibc's malloc.o, whose malloc would clash with ours. */
 TES_COMPAT_EXPORT int mallopt(int param, int value) {
-  (void)value;
-  switch (param) {
-    case M_MXFAST: case M_TRIM_THRESHOLD: case M_TOP_PAD: case M_MMAP_THRESHOLD: case M_MMAP_MAX:
-    case M_CHECK_ACTION: case M_PERTURB: case M_ARENA_TEST: case M_ARENA_MAX:
-      return 1;
-    default:
-      return 0;
-  }
+  if (param == M_MXFAST && (value < 0 || (size_t)value > 80 * sizeof(size_t) / 4)) return 0;
+  return 1;
 }
 int __libc_mallopt(int param, int value);
 TES_COMPAT_EXPORT int __libc_mallopt(int param, int value) { return mallopt(param, value); }
