@@ -89,6 +89,20 @@ static void note_unpurged(tes_segment_t *seg) {
   tes_os_commit_note((int64_t)seg->purged_bytes);
   seg->purged_bytes = 0;
 }
+/* A segment from the cache, taken for a block over [start, end): it comes
+ * back with `purged` bytes purged at its tail (purge_cached keeps only the
+ * first page); the part the block covers counts as committed again, the
+ * rest stays purged (all of it counted again: a 4 MiB cached segment taken
+ * by a 200 KiB block counted 4 MiB). */
+static void recommit_span(tes_segment_t *seg, size_t purged, size_t start, size_t end) {
+  size_t page = tes_os_page_size();
+  size_t lo = start & ~(page - 1), hi = round_up(end, page);
+  if (lo < seg->size - purged) lo = seg->size - purged;
+  if (hi > seg->size) hi = seg->size;
+  size_t back = hi > lo ? hi - lo : 0;
+  tes_os_commit_note((int64_t)back);
+  seg->purged_bytes = purged - back;
+}
 
 /* The mapping of a large block that needs `need` bytes from its segment's
  * start: the next power of two from 256 KiB up to the 4 MiB unit, whole OS
@@ -248,13 +262,16 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   memset(seg, 0, LARGE_HEADER_BYTES);
   seg->size = seg_size;
   seg->dirty_end = dirty;
-  if (purged) tes_os_commit_note((int64_t)purged); /* the whole span counts as committed again */
 #if TES_SECURE
   offset = (seg_size - page_size - size - TES_LARGE_PADDING) & ~(align - 1);
   size_t usable = seg_size - page_size - offset;
   if (growable) {
     offset = lowest;
     usable = round_up(offset + size + TES_LARGE_PADDING, page_size) - offset;
+  }
+  /* At the segment's end (with the guard after it), or at the front. */
+  recommit_span(seg, purged, offset, growable ? offset + usable : seg_size);
+  if (growable) {
     if (offset + usable != seg_size - page_size) {
       if (!tes_os_protect((uint8_t *)seg + offset + usable, page_size)) {
         tes_cache_put(seg);
@@ -280,6 +297,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   seg->clean_below = clean_below < offset ? clean_below : offset;
   if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
 #else
+  recommit_span(seg, purged, offset, offset + usable);
   /* A reused segment may hold a dirty tail beyond the new block (a previous,
    * longer block, or a whole segment of small pages): give it back now when
    * it is more than LARGE_TAIL_PURGE, so RSS follows what is in use; a

@@ -17,6 +17,10 @@
  *   huge     malloc and calloc of twice RAM and swap together fail with
  *            ENOMEM, as glibc's do, unless vm.overcommit_memory is 1
  *            (always overcommit): they succeeded with MAP_NORESERVE.
+ *   reuse    64 blocks of 3 MiB freed and left to be purged in the segment
+ *            cache, then 64 of 200 KiB, which take those 4 MiB segments:
+ *            committed must count what they use, not the whole segments
+ *            (it counted 252 MiB for 12 MiB in use).
  *   tail     20 blocks of 16 MiB, written through, realloc'ed to 9 MiB (too
  *            little to shrink the mapping: the tail is purged): the
  *            committed bytes (mallinfo2's arena) must go down with RSS
@@ -167,6 +171,31 @@ static void huge(void) {
          (unsigned long long)(size >> 30), mode);
 }
 
+static void reuse(void) {
+  API_GROUP("reuse");
+  enum { N = 64 };
+  static char *blocks[N];
+  malloc_trim(0);
+  int64_t arena0 = (int64_t)mallinfo2().arena;
+  for (int i = 0; i < N; i++) {
+    blocks[i] = malloc(3 << 20);
+    REQUIRE(blocks[i] != NULL, "malloc %d", i);
+    memset(blocks[i], 1, 3 << 20);
+  }
+  for (int i = 0; i < N; i++) free(blocks[i]);
+  api_sleep_ms(500); /* past the purge delay (up to 4 x 25 ms): the next large malloc purges the cache */
+  for (int i = 0; i < N; i++) {
+    blocks[i] = malloc(200 << 10);
+    REQUIRE(blocks[i] != NULL, "malloc %d", i);
+    memset(blocks[i], 2, 200 << 10);
+  }
+  int64_t arena = (int64_t)mallinfo2().arena - arena0, live = (int64_t)N * (200 << 10);
+  printf("reuse: %d x 200 KiB in cached segments: committed +%lld MiB for %lld MiB live\n", N,
+         (long long)(arena / MIB), (long long)(live / MIB));
+  CHECK(arena < 3 * live, "committed +%lld MiB for %lld MiB live", (long long)(arena / MIB), (long long)(live / MIB));
+  for (int i = 0; i < N; i++) free(blocks[i]);
+}
+
 static void tail(void) {
   API_GROUP("tail");
   enum { N = 20 };
@@ -199,6 +228,7 @@ int main(int argc, char **argv) {
   shrink();
   grow();
   huge();
+  reuse();
   tail();
   return api_finish("api_large_vm");
 }
