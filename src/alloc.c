@@ -171,7 +171,12 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
 #if TES_SECURE
       /* Moving: to a block that can grow in place (see large.c), so that a
        * buffer grown step by step is copied O(log n) times, not every time. */
-      return realloc_moved(counters, p, old_usable, tes_large_alloc_growable(heap, size), size);
+      void *moved = tes_large_alloc_growable(heap, size);
+      if (moved != NULL) {
+        memcpy(moved, p, old_usable < size ? old_usable : size);
+        tes_large_discard(seg, p, old_usable); /* copied: its pages go back now, not after the cache's delay */
+      }
+      return realloc_moved(counters, p, 0, moved, size);
 #endif
     }
   } else {

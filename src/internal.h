@@ -522,6 +522,7 @@ void tes_large_free(tes_segment_t *seg);
 void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size);   /* NULL: caller copies */
 #if TES_SECURE
 void *tes_large_alloc_growable(tes_heap_t *heap, size_t size);       /* room to grow, for realloc */
+void tes_large_discard(tes_segment_t *seg, void *p, size_t requested); /* its contents are no longer needed */
 #endif
 size_t tes_large_usable(const tes_segment_t *seg);
 bool tes_large_owned_block(const tes_segment_t *seg, const void *p);

@@ -21,6 +21,12 @@
  *            cache, then 64 of 200 KiB, which take those 4 MiB segments:
  *            committed must count what they use, not the whole segments
  *            (it counted 252 MiB for 12 MiB in use).
+ *   append   a buffer grown by realloc in 64 KiB steps to 64 MiB, written as
+ *            it grows: right after, RSS may not exceed it by a quarter (the
+ *            hardened build, which copies such a buffer O(log n) times, left
+ *            each old copy resident in the segment cache: 2x; at the moment
+ *            of a copy both copies are resident, as with any copying
+ *            realloc, so the peak is not what is checked).
  *   tail     20 blocks of 16 MiB, written through, realloc'ed to 9 MiB (too
  *            little to shrink the mapping: the tail is purged): the
  *            committed bytes (mallinfo2's arena) must go down with RSS
@@ -171,6 +177,25 @@ static void huge(void) {
          (unsigned long long)(size >> 30), mode);
 }
 
+static void append(void) {
+  API_GROUP("append");
+  malloc_trim(0);
+  int64_t base = api_rss_bytes();
+  const size_t step = 64 << 10, final = 64 << 20;
+  char *buf = NULL;
+  for (size_t size = step; size <= final; size += step) {
+    char *p = realloc(buf, size);
+    REQUIRE(p != NULL, "realloc to %zu", size);
+    buf = p;
+    memset(buf + size - step, (int)(size / step), step);
+  }
+  int64_t rss = api_rss_bytes() - base;
+  printf("append: a buffer grown to 64 MiB by 64 KiB steps: RSS +%lld MiB\n", (long long)(rss / MIB));
+  CHECK(rss < (int64_t)final * 5 / 4, "RSS +%lld MiB", (long long)(rss / MIB));
+  CHECK(buf[0] == 1 && buf[final - 1] == (char)(final / step), "contents");
+  free(buf);
+}
+
 static void reuse(void) {
   API_GROUP("reuse");
   enum { N = 64 };
@@ -228,6 +253,7 @@ int main(int argc, char **argv) {
   shrink();
   grow();
   huge();
+  append();
   reuse();
   tail();
   return api_finish("api_large_vm");
