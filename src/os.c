@@ -112,6 +112,26 @@ static void raw_munmap(void *addr, size_t size) {
   atomic_fetch_add_explicit(&os_munmap_calls, 1, RELAXED);
 }
 
+/* The over-sized mapping failed: with RLIMIT_AS close to what is mapped, the
+ * `alignment` extra bytes may be what does not fit (the smallest limit under
+ * which `python3 -c pass` ran was 67 MB with libtessera, 13 MB with glibc).
+ * Map exactly `size` where the kernel likes, then at the aligned addresses
+ * around it, which the kernel refuses rather than replaces when taken. */
+static void *map_aligned_exactly(size_t size, size_t alignment) {
+  uint8_t *p = raw_mmap(NULL, size, PROT_READ | PROT_WRITE);
+  if (p == NULL || ((uintptr_t)p & (alignment - 1)) == 0) return p;
+  munmap(p, size);
+  uintptr_t down = (uintptr_t)p & ~(uintptr_t)(alignment - 1);
+  uintptr_t tries[4] = {down + alignment, down, down + 2 * alignment, down - alignment};
+  for (int i = 0; i < 4; i++) {
+    void *q = mmap((void *)tries[i], size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                   -1, 0);
+    if (q == (void *)tries[i]) return q;
+    if (q != MAP_FAILED) munmap(q, size); /* a kernel before 4.17 took it as a hint */
+  }
+  return NULL;
+}
+
 void *tes_os_map_aligned(size_t size, size_t alignment) {
   if (alignment < os_page_size) alignment = os_page_size;
   if (size == 0 || size > ((size_t)1 << 46) || alignment > ((size_t)1 << 40) || FAULT(TES_FAULT_MMAP, size)) {
@@ -123,15 +143,17 @@ void *tes_os_map_aligned(size_t size, size_t alignment) {
    * are 4 MiB and recycled through a cache, so this is rare. */
   size_t span = size + alignment - os_page_size;
   uint8_t *p = raw_mmap(NULL, span, PROT_READ | PROT_WRITE);
-  if (p == NULL) {
+  uintptr_t start;
+  if (p != NULL) {
+    start = ((uintptr_t)p + alignment - 1) & ~(uintptr_t)(alignment - 1);
+    size_t head = start - (uintptr_t)p;
+    size_t tail = span - head - size;
+    if (head) munmap(p, head);
+    if (tail) munmap((uint8_t *)start + size, tail);
+  } else if ((start = (uintptr_t)map_aligned_exactly(size, alignment)) == 0) {
     errno = ENOMEM;
     return NULL;
   }
-  uintptr_t start = ((uintptr_t)p + alignment - 1) & ~(uintptr_t)(alignment - 1);
-  size_t head = start - (uintptr_t)p;
-  size_t tail = span - head - size;
-  if (head) munmap(p, head);
-  if (tail) munmap((uint8_t *)start + size, tail);
   atomic_fetch_add_explicit(&os_mmap_bytes, size, RELAXED);
   gauge_add(&os_reserved, &os_reserved_peak, (int64_t)size);
   gauge_add(&os_committed, &os_committed_peak, (int64_t)size);

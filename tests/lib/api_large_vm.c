@@ -27,6 +27,11 @@
  *            each old copy resident in the segment cache: 2x; at the moment
  *            of a copy both copies are resident, as with any copying
  *            realloc, so the peak is not what is checked).
+ *   rlimit   in a child whose RLIMIT_AS leaves 6 MiB above what it maps, a
+ *            new thread (no segment of its own, the segment cache emptied
+ *            by malloc_trim) must get 1 MiB of small blocks: its first
+ *            segment was mapped 8 MiB wide to be trimmed to its alignment,
+ *            and malloc failed when that did not fit.
  *   tail     20 blocks of 16 MiB, written through, realloc'ed to 9 MiB (too
  *            little to shrink the mapping: the tail is purged): the
  *            committed bytes (mallinfo2's arena) must go down with RSS
@@ -34,6 +39,9 @@
 #include "api_check.h"
 
 #include <malloc.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 
 
@@ -196,6 +204,49 @@ static void append(void) {
   free(buf);
 }
 
+static int start_pipe[2];
+
+static void *rlimit_thread(void *unused) {
+  (void)unused;
+  char go;
+  if (read(start_pipe[0], &go, 1) != 1) return (void *)2;
+  for (size_t served = 0; served < (1 << 20); served += 64) {
+    char *p = malloc(64);
+    if (p == NULL) return (void *)1;
+    p[0] = 1;
+  }
+  return NULL;
+}
+
+static void rlimit(void) {
+  API_GROUP("rlimit");
+  fflush(NULL);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork");
+  if (pid == 0) {
+    malloc_trim(0); /* no cached segment to take */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    pthread_t t;
+    if (pipe(start_pipe) != 0 || pthread_create(&t, &attr, rlimit_thread, NULL) != 0) _exit(77);
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = (rlim_t)(api_vsz_bytes() + 6 * MIB);
+    if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(77);
+    void *result = (void *)3;
+    if (write(start_pipe[1], "g", 1) != 1 || pthread_join(t, &result) != 0) _exit(77);
+    _exit(result == NULL ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+    printf("rlimit: skipped (setrlimit failed)\n");
+    return;
+  }
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a new thread 6 MiB below RLIMIT_AS could not get 1 MiB of "
+        "small blocks (status %#x)", (unsigned)status);
+}
+
 static void reuse(void) {
   API_GROUP("reuse");
   enum { N = 64 };
@@ -254,6 +305,7 @@ int main(int argc, char **argv) {
   grow();
   huge();
   append();
+  rlimit();
   reuse();
   tail();
   return api_finish("api_large_vm");
