@@ -9,6 +9,7 @@
 #include "os.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -247,6 +248,29 @@ bool tes_os_thread_alive(long tid) {
 }
 
 void tes_os_yield(void) { sched_yield(); }
+
+long tes_os_thread_count(void) {
+  char text[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  /* pid (comm) state ppid ...: comm may hold blanks and parentheses, so count
+   * fields from the last ')'. The state (field 3) is the main thread's; Z
+   * when it has exited while others run. num_threads is field 20. */
+  const char *p = strrchr(text, ')');
+  if (p == NULL || p[1] != ' ') return -1;
+  bool main_gone = p[2] == 'Z';
+  for (int field = 2; field < 20; field++) {
+    p = strchr(p + 1, ' ');
+    if (p == NULL) return -1;
+  }
+  long count = 0;
+  for (p++; *p >= '0' && *p <= '9'; p++) count = count * 10 + (*p - '0');
+  return main_gone ? count - 1 : count;
+}
 
 void tes_os_wait(int *word, int expected, int64_t ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};

@@ -51,6 +51,11 @@ long tes_os_thread_id(void);
  * that thread is gone for good (a new thread may reuse the id: then true,
  * which only means "ask again later"). Leaves errno as it was. */
 bool tes_os_thread_alive(long tid);
+/* Live threads in this process now (/proc/self/stat, read without
+ * allocating), or -1 if unknown. A main thread that left by pthread_exit
+ * stays counted by the kernel, as a zombie, until the others are gone: it
+ * is not counted here. */
+long tes_os_thread_count(void);
 /* Give up the processor while spinning on a lock. */
 void tes_os_yield(void);
 /* Block while *word == expected, for at most ms milliseconds (ms < 0: no

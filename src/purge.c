@@ -70,7 +70,8 @@ TES_API long tes_purge_delay_current(void) { return (long)tes_purge_delay(tes_os
  * a malloc slow path, sleeps until the earliest pending purge of any heap or
  * of the segment cache is due, purges what is due, and sleeps again; with
  * nothing pending it parks until a purge is scheduled (tes_purge_thread_notify
- * wakes it), so an idle program does not wake it at all. It never allocates;
+ * wakes it) or a second has passed (to see whether it is the last thread
+ * left, below): one wakeup a second while the program is idle. It never allocates;
  * it takes a heap's purge lock only with a trylock (an owner holding it is on
  * its slow path and purges by itself), and holds no lock while it sleeps, so
  * fork's prepare handler never waits long for it. A fork child has no such
@@ -79,7 +80,8 @@ enum { PURGE_THREAD_NONE, PURGE_THREAD_RUNNING, PURGE_THREAD_FAILED };
 static _Atomic int purge_thread_state;
 static _Atomic int purge_thread_parked; /* 1: waiting for work (futex word) */
 
-#define PURGE_THREAD_MIN_MS 2 /* shortest sleep: work was due but its heap was busy */
+#define PURGE_THREAD_MIN_MS 2     /* shortest sleep: work was due but its heap was busy */
+#define PURGE_THREAD_CHECK_MS 1000 /* longest sleep: how soon it sees it is the last thread */
 
 /* The earliest pending purge anywhere (INT64_MAX: none); purges what is due
  * at `now` first when `purge`. */
@@ -90,13 +92,26 @@ static int64_t purge_round(int64_t now, bool purge) {
   return cache_next < next ? cache_next : next;
 }
 
+/* A process ends when its last thread does: a program whose main thread
+ * leaves by pthread_exit (or a fork child whose only thread was not the
+ * main one, which is how Python's test_threading found it) would live on
+ * for ever with this thread. So it leaves once it is the only thread. */
 static void *purge_thread_main(void *unused) {
   (void)unused;
+  int64_t checked = tes_os_clock_ms();
   for (;;) {
     int64_t now = tes_os_clock_ms();
+    if (now - checked >= PURGE_THREAD_CHECK_MS) {
+      checked = now;
+      if (tes_os_thread_count() == 1) {
+        atomic_store(&purge_thread_state, PURGE_THREAD_NONE);
+        return NULL;
+      }
+    }
     int64_t next = tes_opt(TES_OPTION_PURGE_THREAD) ? purge_round(now, true) : INT64_MAX;
     if (next != INT64_MAX) {
       int64_t wait = next - now;
+      if (wait > PURGE_THREAD_CHECK_MS) wait = PURGE_THREAD_CHECK_MS;
       tes_os_wait((int *)&purge_thread_parked, 0, wait < PURGE_THREAD_MIN_MS ? PURGE_THREAD_MIN_MS : wait);
       continue;
     }
@@ -109,7 +124,9 @@ static void *purge_thread_main(void *unused) {
       atomic_store(&purge_thread_parked, 0);
       continue;
     }
-    while (atomic_load(&purge_thread_parked)) tes_os_wait((int *)&purge_thread_parked, 1, -1);
+    /* Woken by a new purge, or after a second, to look at the thread count. */
+    tes_os_wait((int *)&purge_thread_parked, 1, PURGE_THREAD_CHECK_MS);
+    atomic_store(&purge_thread_parked, 0);
   }
   return NULL;
 }

@@ -25,6 +25,10 @@
  *            its parent's: it starts its own); the others call malloc_trim,
  *            which purges every heap and hung on a purge lock the worker
  *            held at the fork; an alarm catches a hang.
+ *   last     the purge thread must not keep a process alive: a child whose
+ *            main thread leaves by pthread_exit, and a child forked from a
+ *            worker thread whose only thread then ends (Python's
+ *            test_threading hung there), must each end within 5 s.
  * and two run without it, on the pages of an idle worker as in `pages`:
  *   trim     the main thread calls malloc_trim(0): RSS must fall at once
  *            (it used to purge only the caller's own heap, and said 1);
@@ -281,6 +285,73 @@ static int fork_mode(void) {
   return api_finish("api_purge_thread fork");
 }
 
+/* Start the purge thread (a slow path with the option on). */
+static void start_purge_thread(void) {
+  tes_option_set(TES_OPTION_PURGE_THREAD, 1);
+  static const size_t sizes[] = {64, 3000};
+  allocate(2 * MIB, sizes, 2);
+  for (size_t i = 0; i < block_count; i++) FREE(blocks[i]);
+}
+
+static void *end_by_returning(void *unused) {
+  (void)unused;
+  start_purge_thread(); /* in the child: its own purge thread */
+  return NULL;          /* the child's last thread of its own ends here */
+}
+
+static void *fork_from_worker(void *unused) {
+  (void)unused;
+  pid_t pid = fork();
+  if (pid == 0) {
+    end_by_returning(NULL);
+    pthread_exit(NULL); /* the child's only thread: not its main one */
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return (void *)(intptr_t)(WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1);
+}
+
+/* Runs `child` in a child process; true if that process ended by itself
+ * within 5 s with status 0. */
+static bool ends_by_itself(void (*child)(void)) {
+  fflush(NULL);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork");
+  if (pid == 0) {
+    setpgid(0, 0); /* a group of its own: a grandchild that hangs is killed with it */
+    child();
+    _exit(3);
+  }
+  setpgid(pid, pid);
+  for (int waited = 0; waited < 500; waited++) {
+    int status = 0;
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    api_sleep_ms(10);
+  }
+  kill(-pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  return false;
+}
+
+static void main_leaves(void) {
+  start_purge_thread();
+  pthread_exit(NULL);
+}
+
+static void worker_forks(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, fork_from_worker, NULL) != 0) _exit(4);
+  pthread_exit(NULL);
+}
+
+static int last_mode(void) {
+  API_GROUP("last");
+  CHECK(ends_by_itself(main_leaves), "a process whose main thread left by pthread_exit did not end");
+  CHECK(ends_by_itself(worker_forks), "a child forked from a worker thread did not end with its thread");
+  return api_finish("api_purge_thread last");
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) {
     if (!strcmp(argv[1], "idle")) return idle_mode(false, BY_PURGE_THREAD);
@@ -289,9 +360,10 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "sweep")) return idle_mode(true, BY_SWEEP);
     if (!strcmp(argv[1], "churn")) return churn_mode();
     if (!strcmp(argv[1], "fork")) return fork_mode();
+    if (!strcmp(argv[1], "last")) return last_mode();
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
   }
-  static const char *const modes[] = {"idle", "pages", "churn", "fork", "trim", "sweep"};
-  return run_modes_in_fresh_processes("api_purge_thread", argv, modes, 6) ? 1 : 0;
+  static const char *const modes[] = {"idle", "pages", "churn", "fork", "last", "trim", "sweep"};
+  return run_modes_in_fresh_processes("api_purge_thread", argv, modes, 7) ? 1 : 0;
 }
