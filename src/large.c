@@ -108,11 +108,11 @@ static void recommit_span(tes_segment_t *seg, size_t purged, size_t start, size_
  * start: the next power of two from 256 KiB up to the 4 MiB unit, whole OS
  * pages beyond. Each used to take whole units: 20,000 blocks of 200 KiB
  * reserved 80 GB of address space (RLIMIT_AS and overcommit mode 2 stopped
- * malloc at a tenth of what glibc serves); mapped to the OS page, sizes
- * never matched in the segment cache (the `mixed` workload made twice the
- * mmap and munmap calls). Powers of two keep it within 2x and let a cached
- * segment serve any block up to its size (tes_segment_obtain). Segments
- * still start on a unit. */
+ * malloc at a tenth of what glibc serves). Powers of two keep it within 2x
+ * and give a few sizes for the segment cache to match (tes_cache_take
+ * prefers the exact one: with that, `mixed` makes 522 mmap/munmap/madvise
+ * calls a run, 361 when every segment was a unit, 691 without it).
+ * Segments still start on a unit. */
 static size_t mapping_size(size_t need) {
   if (need > TES_SEGMENT_SIZE) return round_up(need, tes_os_page_size());
   size_t size = (size_t)256 << 10;
@@ -186,29 +186,31 @@ static void purge_tail(tes_segment_t *seg, size_t keep) {
 }
 #endif
 
-#if !TES_SECURE
-/* A block shrunk in place to end at `keep`: when that leaves at least half
- * of its mapping (and a unit) unused, the mapping shrinks to the OS page
- * (mremap in place: address space and the reserved and committed gauges go
- * down; 500 blocks of 16 MiB shrunk to 256 KiB kept 10 GB mapped before);
- * otherwise the dirty tail is only purged. The block's start does not move,
- * so no other thread can tell (its unit stays in the segment map). */
-static void shrink_mapping(tes_segment_t *seg, size_t keep) {
-  size_t new_size = round_up(keep, tes_os_page_size());
-  if (new_size <= seg->size / 2 && seg->size - new_size >= TES_SEGMENT_SIZE) {
-    size_t alignment = seg->large_offset >= TES_SEGMENT_SIZE ? seg->large_offset : TES_SEGMENT_SIZE;
-    tes_segmap_shrink(seg, new_size);
-    note_unpurged(seg);
-    if (tes_os_remap(seg, seg->size, new_size, alignment) == seg) {
-      seg->size = new_size;
-      if (seg->dirty_end > new_size) seg->dirty_end = new_size;
-      return;
-    }
-    tes_segmap_set(seg, true); /* cannot happen (shrinking stays in place): keep it whole */
-  }
-  purge_tail(seg, keep);
+/* The alignment a large segment keeps through mremap: its unit, or the
+ * block's own alignment when that is larger (the block then starts there). */
+static size_t remap_alignment(const tes_segment_t *seg) {
+  return seg->large_offset >= TES_SEGMENT_SIZE ? seg->large_offset : TES_SEGMENT_SIZE;
 }
-#endif
+
+/* A block shrunk in place by realloc, whose segment now needs only
+ * new_size bytes: when that gives back half of the mapping or more (and a
+ * unit at least), the mapping shrinks to new_size with mremap in place, and
+ * address space and the reserved and committed gauges go down (500 blocks
+ * of 16 MiB shrunk to 256 KiB kept 10 GB mapped before). The block's start
+ * does not move, so no other thread can tell (its unit stays in the segment
+ * map). False when it is not worth it (the caller purges instead). */
+static bool shrink_mapping(tes_segment_t *seg, size_t new_size) {
+  if (new_size > seg->size / 2 || seg->size - new_size < TES_SEGMENT_SIZE) return false;
+  tes_segmap_shrink(seg, new_size);
+  note_unpurged(seg);
+  if (tes_os_remap(seg, seg->size, new_size, remap_alignment(seg)) != seg) {
+    tes_segmap_set(seg, true); /* cannot happen (shrinking stays in place): keep it whole */
+    return false;
+  }
+  seg->size = new_size;
+  if (seg->dirty_end > new_size) seg->dirty_end = new_size;
+  return true;
+}
 
 /* growable (hardened build, realloc only): the block goes to the front of
  * a segment with as much room again behind it, followed by a guard page of
@@ -410,24 +412,14 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   in_use_add((int64_t)page->block_size - (int64_t)old_usable);
   if (seg->dirty_end < end) seg->dirty_end = end;
   if (end > old_usable + offset) note_unpurged(seg); /* grown: it may cover purged pages */
-  /* Shrunk to half its mapping or less (and by a unit at least): the
-   * mapping ends after the new guard, which becomes the segment's own last
-   * page (see shrink_mapping for the default build). Otherwise what the
-   * block used behind its new guard goes back now (1,600 MiB stayed
-   * resident after 100 blocks of 16 MiB were shrunk to 256 KiB, against
-   * 27 MiB in the default build). */
-  size_t new_size = end + page_size;
-  if (end != fixed && new_size <= seg->size / 2 && seg->size - new_size >= TES_SEGMENT_SIZE) {
-    size_t alignment = offset >= TES_SEGMENT_SIZE ? offset : TES_SEGMENT_SIZE;
-    tes_segmap_shrink(seg, new_size);
-    note_unpurged(seg);
-    if (tes_os_remap(seg, seg->size, new_size, alignment) == seg) {
-      seg->size = new_size;
-      seg->large_guard = 0;
-      if (seg->dirty_end > end) seg->dirty_end = end;
-      return p;
-    }
-    tes_segmap_set(seg, true);
+  /* Shrunk: the mapping may end after the new guard, which then becomes
+   * the segment's own last page. Otherwise what the block used behind its
+   * new guard goes back now (1,600 MiB stayed resident after 100 blocks of
+   * 16 MiB were shrunk to 256 KiB, against 27 MiB in the default build). */
+  if (end != fixed && shrink_mapping(seg, end + page_size)) {
+    seg->large_guard = 0;
+    if (seg->dirty_end > end) seg->dirty_end = end;
+    return p;
   }
   if (seg->dirty_end > end + page_size + LARGE_TAIL_PURGE &&
       tes_os_purge((uint8_t *)seg + end + page_size, round_up(seg->dirty_end, page_size) - end - page_size, true)) {
@@ -443,8 +435,8 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
     page->block_size = usable;
     in_use_add((int64_t)usable - (int64_t)old_usable);
     if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
-    if (usable < old_usable) shrink_mapping(seg, offset + usable);
-    else note_unpurged(seg); /* grown: it may cover purged pages */
+    if (usable >= old_usable) note_unpurged(seg); /* grown: it may cover purged pages */
+    else if (!shrink_mapping(seg, round_up(offset + usable, tes_os_page_size()))) purge_tail(seg, offset + usable);
     return p;
   }
   /* Grow the mapping: mremap keeps the pages, moves them if it must. To half
@@ -454,7 +446,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   size_t want = offset + usable;
   if (want < seg->size + seg->size / 2) want = seg->size + seg->size / 2;
   size_t total = mapping_size(want);
-  size_t alignment = offset >= TES_SEGMENT_SIZE ? offset : TES_SEGMENT_SIZE;
+  size_t alignment = remap_alignment(seg);
   tes_lock(&large_lock);
   list_remove_locked(seg);
   large_moving++;
