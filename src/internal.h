@@ -638,13 +638,18 @@ TES_INLINE bool tes_secure_recorded_size(const tes_page_t *page, const void *p, 
   return *requested <= page->block_size - TES_PADDING;
 }
 
+/* The canary right after a small/medium block's recorded size is intact. */
+TES_INLINE bool tes_secure_canary_ok(const tes_page_t *page, const void *p, uint32_t requested) {
+  uint32_t canary;
+  memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
+  return canary == (uint32_t)page->keys[1];
+}
+
 TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
   uint32_t requested;
   if (!tes_secure_recorded_size(page, p, &requested)) return false; /* not a block, freed already, or overwritten */
+  if (!tes_secure_canary_ok(page, p, requested)) return false;
   uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(uint32_t);
-  uint32_t canary;
-  memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
-  if (canary != (uint32_t)page->keys[1]) return false;
   uint32_t tag = TES_FREED_TAG32;
   memcpy(size_word, &tag, sizeof tag);
   return true;
@@ -658,7 +663,8 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p);
 void tes_secure_free_local(tes_page_t *page, void *p);
 
 void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested); /* large blocks, realloc in place */
-void tes_secure_check_padding(const tes_page_t *page, const void *p);     /* reports an overflow */
+bool tes_secure_check_padding(const tes_page_t *page, const void *p);     /* reports; false: freed already */
+void tes_secure_rearm(void *p, size_t requested);                         /* a fresh block, armed for less */
 size_t tes_secure_requested(const tes_page_t *page, const void *p);
 bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p); /* slow path; false: do not free */
 /* The segment header is one we wrote: its cookie is its address keyed with

@@ -95,6 +95,13 @@ void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
   memcpy((uint8_t *)p + page->block_size - sizeof(size_t), &requested, sizeof requested);
 }
 
+/* A block just handed out for more than `requested` bytes: arm it for
+ * `requested` instead (the canary moves down; realloc's headroom). */
+void tes_secure_rearm(void *p, size_t requested) {
+  tes_segment_t *seg = tes_segment_of(p);
+  tes_secure_set_padding(seg->kind == TES_SEG_LARGE ? &seg->pages[0] : tes_page_of(seg, p), p, requested);
+}
+
 /* The requested size the block's last word records (0 unless
  * SIZE_RECORDED), in the page's layout. */
 static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *requested) {
@@ -139,10 +146,11 @@ static void check_canary(const tes_page_t *page, const void *p, size_word_t stat
   tes_report_error(state == SIZE_FREED_TAG ? TES_ERR_DOUBLE_FREE : TES_ERR_OVERFLOW, p, page);
 }
 
-void tes_secure_check_padding(const tes_page_t *page, const void *p) {
+bool tes_secure_check_padding(const tes_page_t *page, const void *p) {
   size_t requested;
   size_word_t state = recorded_size(page, p, &requested);
   check_canary(page, p, state, requested);
+  return state != SIZE_FREED_TAG;
 }
 
 /* Frees that missed the slice table: remote frees, large blocks, pages whose

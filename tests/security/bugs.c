@@ -12,6 +12,7 @@
  * about or remove) the bug. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -419,6 +420,48 @@ static int scenario(const char *name) {
     }
     printf("usable size %s\n", wrong ? "differs from the requested size" : "is the requested size");
     return 0;
+  } else if (strcmp(name, "realloc_append") == 0) {
+    /* A buffer grown one byte at a time to 5,000 bytes: realloc moves it
+     * with some headroom, but its usable size stays the size asked and its
+     * contents survive. Then one byte written past the last size: the
+     * canary must sit right there, not at the headroom's end. */
+    enum { MAX = 5000 };
+    unsigned char *p = NULL;
+    int moves = 0, wrong = 0;
+    for (size_t n = 1; n <= MAX; n++) {
+      unsigned char *q = realloc(p, n);
+      if (q == NULL) {
+        printf("realloc failed at %zu bytes\n", n);
+        return 1;
+      }
+      moves += q != p;
+      for (size_t i = 0; i + 1 < n; i++) wrong += q[i] != (unsigned char)(i * 7);
+      wrong += malloc_usable_size(q) != n;
+      q[n - 1] = (unsigned char)((n - 1) * 7);
+      p = q;
+    }
+    printf("grown to %d bytes in %d moves, %s\n", MAX, moves, wrong ? "contents or usable size wrong" : "contents intact");
+    /* Without headroom every one of the 33 classes crossed is a move. */
+    printf("%s\n", moves <= 24 ? "moved with headroom" : "moved at every class");
+    p = realloc(p, 20); /* and into a class with headroom, then one byte past it */
+    p = realloc(p, 21);
+    p = realloc(p, 22);
+    printf("usable size after shrinking and growing: %zu\n", malloc_usable_size(p));
+    ((unsigned char *)launder(p))[22] = 'X';
+    free(p);
+    return 1;
+  } else if (strcmp(name, "realloc_interior") == 0) {
+    char *p = malloc(64);
+    void *r = realloc(launder(p + 16), 100);
+    printf("realloc returned %p\n", r);
+  } else if (strcmp(name, "realloc_after_free") == 0) {
+    char *p = malloc(64);
+    memset(p, 'a', 64);
+    free(launder(p));
+    errno = 0;
+    void *r = realloc(launder(p), 200);
+    printf("realloc of a freed block returned %s (%s)\n", r ? "a block" : "NULL", errno == EINVAL ? "EINVAL" : "errno not EINVAL");
+    if (r != NULL) return 1;
   } else if (strcmp(name, "allocation_order") == 0) {
     /* Consecutive small blocks of one class: how often is the next block
      * the neighbour right after the previous one? */
