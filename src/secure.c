@@ -180,32 +180,51 @@ void tes_secure_page_init(tes_page_t *page) {
 }
 
 /* Link `count` new blocks (from index page->capacity on) in a random order
- * in front of page->free: a Fisher-Yates shuffle of their indices (an
- * xorshift step per index, the bound taken by a multiply-high instead of a
- * division), then one pass that links them. About 22 instructions per
- * block, paid once per carved block, never per malloc. (mimalloc's scheme,
- * threading 16 runs of neighbours in a random order, measured the same
- * here and left 1 in 8 consecutive blocks neighbours.) */
+ * in front of page->free: an inside-out Fisher-Yates shuffle of their byte
+ * offsets (one pass, no separate initialisation; each xorshift step gives
+ * four 16-bit draws, the bound taken by a multiply instead of a division:
+ * with at most 512 blocks the bias is below 1%), then one pass that links
+ * them. About 23 instructions per block (12 to shuffle, 11 to link; 34
+ * with a plain Fisher-Yates and one xorshift step a block), paid once per
+ * carved block, never per malloc. (mimalloc's scheme, threading 16 runs of neighbours in a
+ * random order, measured the same as a plain shuffle here and left 1 in 8
+ * consecutive blocks neighbours.) */
 void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
-  uint16_t order[TES_EXTEND_BYTES / 16 > TES_EXTEND_MIN_BLOCKS ? TES_EXTEND_BYTES / 16 : TES_EXTEND_MIN_BLOCKS];
-  static_assert(TES_EXTEND_BYTES / 16 <= 65536, "indices fit 16 bits");
-  for (size_t i = 0; i < count; i++) order[i] = (uint16_t)i;
+  enum { MAX_BLOCKS = TES_EXTEND_BYTES / 16 > TES_EXTEND_MIN_BLOCKS ? TES_EXTEND_BYTES / 16 : TES_EXTEND_MIN_BLOCKS };
+  uint32_t offset[MAX_BLOCKS];
+  static_assert(MAX_BLOCKS <= 65536, "16-bit draws");
+  static_assert(TES_MEDIUM_PAGE_SHIFT < 32, "offsets fit 32 bits");
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
   uint64_t x = heap && heap->random ? heap->random : tes_random_next() | 1;
-  for (size_t i = count - 1; i > 0; i--) {
+  uint32_t block_size = (uint32_t)page->block_size, at = 0;
+  offset[0] = 0;
+  /* Block i goes to a place j drawn in [0, i] (uniform enough); the block
+   * there moves to i. */
+#define PLACE(i, draw)                                                     \
+  do {                                                                     \
+    size_t j_ = (size_t)(((uint64_t)(uint16_t)(draw) * ((i) + 1)) >> 16); \
+    at += block_size;                                                      \
+    offset[i] = offset[j_];                                                \
+    offset[j_] = at;                                                       \
+  } while (0)
+  size_t i = 1;
+  for (; i < count; i += 4) {
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
-    size_t j = (size_t)(((x >> 32) * (uint64_t)(i + 1)) >> 32);
-    uint16_t t = order[i];
-    order[i] = order[j];
-    order[j] = t;
+    if (i + 4 > count) break;
+    PLACE(i, x);
+    PLACE(i + 1, x >> 16);
+    PLACE(i + 2, x >> 32);
+    PLACE(i + 3, x >> 48);
   }
+  for (uint64_t draws = x; i < count; i++, draws >>= 16) PLACE(i, draws);
+#undef PLACE
   if (heap) heap->random = x;
   uint8_t *start = page->area + (size_t)page->capacity * page->block_size;
   tes_block_t *next = page->free;
   for (size_t k = count; k-- > 0;) {
-    tes_block_t *b = (tes_block_t *)(start + (size_t)order[k] * page->block_size);
+    tes_block_t *b = (tes_block_t *)(start + offset[k]);
     tes_block_set_next(page, b, next);
     next = b;
   }
