@@ -10,9 +10,10 @@
  *            segment holds the header and no blocks, so every block area
  *            starts at a multiple of the page size (aligned allocation relies
  *            on it). A large segment holds one block above 128 KiB.
- *   segmap   one byte per 4 MiB of the 47-bit address space (32 MiB of
- *            zero-filled BSS, touched only where segments live): 1 = a
- *            segment starts here, 2 = the tail of a huge segment. free()
+ *   segmap   two bits per 4 MiB of the 47-bit address space (8 MiB of
+ *            zero-filled BSS, touched only where segments live; it counts
+ *            against `ulimit -v` whole): 1 = a segment starts here, 2 = the
+ *            tail of a huge segment. free()
  *            consults it before dereferencing anything, so a pointer no
  *            segment owns is recognised and refused.
  *            A thread's heap also keeps a table of the 64 KiB slices it owns:
@@ -311,7 +312,7 @@ extern __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec"
 extern tes_heap_t tes_heap_empty;
 extern tes_heap_t tes_heap_exited; /* TLS heap after thread exit */
 extern tes_page_t tes_page_empty;
-extern uint8_t tes_segmap[TES_SEGMAP_COUNT];
+extern uint8_t tes_segmap[TES_SEGMAP_COUNT / 4]; /* 2 bits a unit, 4 units a byte */
 extern long tes_option_values[TES_OPTION_COUNT];
 
 /* ---- spin lock (slow paths only; fork handlers reset them) --------------- */
@@ -356,7 +357,7 @@ TES_INLINE tes_segment_t *tes_segment_of(const void *p) {
 TES_INLINE unsigned tes_segmap_get(const void *p) {
   uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
   if (tes_unlikely(unit >= TES_SEGMAP_COUNT)) return 0;
-  return tes_segmap[unit];
+  return (tes_segmap[unit >> 2] >> ((unit & 3) * 2)) & 3;
 }
 
 /* A link read from a block another thread may be reusing (walks of bins and

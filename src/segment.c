@@ -13,7 +13,7 @@
  * that takes another lock). */
 #include "internal.h"
 
-uint8_t tes_segmap[TES_SEGMAP_COUNT];
+uint8_t tes_segmap[TES_SEGMAP_COUNT / 4];
 
 #define SEGMENT_HEADER(count) (offsetof(tes_segment_t, pages) + (count) * sizeof(tes_page_t))
 static_assert(SEGMENT_HEADER(TES_SMALL_PAGES) <= ((size_t)1 << TES_SMALL_PAGE_SHIFT),
@@ -46,24 +46,37 @@ static _Atomic size_t abandoned_count;
  * one of our segments, whose starts are all unit-aligned). */
 static size_t units_of(size_t size) { return (size + TES_SEGMENT_SIZE - 1) >> TES_SEGMENT_SHIFT; }
 
+/* A unit's two bits, set under a CAS: the three other units of the byte
+ * may belong to segments other threads are mapping or unmapping. */
+static void unit_store(uintptr_t unit, uint8_t value) {
+  uint8_t *byte = &tes_segmap[unit >> 2];
+  unsigned shift = (unsigned)(unit & 3) * 2;
+  uint8_t old = __atomic_load_n(byte, __ATOMIC_RELAXED), want;
+  do {
+    want = (uint8_t)((old & ~(3u << shift)) | ((unsigned)value << shift));
+  } while (!__atomic_compare_exchange_n(byte, &old, want, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+static unsigned unit_load(uintptr_t unit) {
+  return (__atomic_load_n(&tes_segmap[unit >> 2], __ATOMIC_ACQUIRE) >> ((unit & 3) * 2)) & 3;
+}
+
 void tes_segmap_set(tes_segment_t *seg, bool present) {
   uintptr_t unit = (uintptr_t)seg >> TES_SEGMENT_SHIFT;
   size_t units = units_of(seg->size);
-  for (size_t i = 0; i < units && unit + i < TES_SEGMAP_COUNT; i++)
-    __atomic_store_n(&tes_segmap[unit + i], present ? (i == 0 ? 1 : 2) : 0, __ATOMIC_RELEASE);
+  for (size_t i = 0; i < units && unit + i < TES_SEGMAP_COUNT; i++) unit_store(unit + i, present ? (i == 0 ? 1 : 2) : 0);
 }
 
 void tes_segmap_shrink(tes_segment_t *seg, size_t new_size) {
   uintptr_t unit = (uintptr_t)seg >> TES_SEGMENT_SHIFT;
-  for (size_t i = units_of(new_size); i < units_of(seg->size) && unit + i < TES_SEGMAP_COUNT; i++)
-    __atomic_store_n(&tes_segmap[unit + i], 0, __ATOMIC_RELEASE);
+  for (size_t i = units_of(new_size); i < units_of(seg->size) && unit + i < TES_SEGMAP_COUNT; i++) unit_store(unit + i, 0);
 }
 
 tes_segment_t *tes_segment_find(const void *p) {
   uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
   if (unit >= TES_SEGMAP_COUNT) return NULL;
-  uint8_t v = __atomic_load_n(&tes_segmap[unit], __ATOMIC_ACQUIRE);
-  while (v == 2 && unit > 0) v = __atomic_load_n(&tes_segmap[--unit], __ATOMIC_ACQUIRE);
+  unsigned v = unit_load(unit);
+  while (v == 2 && unit > 0) v = unit_load(--unit);
   if (v != 1) return NULL;
   tes_segment_t *seg = (tes_segment_t *)(unit << TES_SEGMENT_SHIFT);
   if ((uintptr_t)p >= (uintptr_t)seg + seg->size) return NULL;

@@ -32,6 +32,10 @@
  *            by malloc_trim) must get 1 MiB of small blocks: its first
  *            segment was mapped 8 MiB wide to be trimmed to its alignment,
  *            and malloc failed when that did not fit.
+ *   startup  the process's address space after a first small malloc, before
+ *            anything else: under 32 MiB (the segment map alone took 32
+ *            MiB of BSS, one byte per 4 MiB unit; it is two bits now).
+ *            RLIMIT_AS counts all of it: `ulimit -v` users pay it up front.
  *   tail     20 blocks of 16 MiB, written through, realloc'ed to 9 MiB (too
  *            little to shrink the mapping: the tail is purged): the
  *            committed bytes (mallinfo2's arena) must go down with RSS
@@ -298,8 +302,17 @@ static void tail(void) {
   }
 }
 
+static void startup(int64_t vsz) {
+  API_GROUP("startup");
+  printf("startup: %lld KiB of address space after the first malloc\n", (long long)(vsz >> 10));
+  CHECK(vsz < 32 * MIB, "%lld MiB of address space after one malloc", (long long)(vsz / MIB));
+}
+
 int main(int argc, char **argv) {
+  free(malloc(16));
+  int64_t vsz = api_vsz_bytes();
   api_require_tessera_if_asked(argc, argv);
+  startup(vsz);
   many();
   shrink();
   grow();

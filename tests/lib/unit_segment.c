@@ -3,15 +3,64 @@
  * by tes_segment_find and accepted by tes_owned_segment; pointers no
  * segment owns (stack, global, a foreign mmap, NULL, a non-canonical
  * address, a cached segment after free) are refused without being touched;
- * the per-thread slice table agrees with the segment map. */
+ * the per-thread slice table agrees with the segment map; four threads
+ * registering and unregistering neighbouring 4 MiB units (whose two bits
+ * share one byte of the map) never undo each other's entries. */
 #define _GNU_SOURCE
 #include "unit_common.h"
 
 #include "internal.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 static char global_buffer[4096];
+
+/* Neighbouring units: four fake one-unit segments (a header with only its
+ * size, in a mapping of our own), each toggled in the map by its own thread;
+ * after every store the thread's own unit must read what it wrote. */
+enum { NEIGHBOURS = 4, TOGGLES = 200000 };
+static tes_segment_t *fake[NEIGHBOURS];
+static _Atomic int neighbour_errors;
+
+static void *toggle_unit(void *arg) {
+  tes_segment_t *seg = fake[(uintptr_t)arg];
+  for (int i = 0; i < TOGGLES; i++) {
+    bool present = (i & 1) == 0;
+    tes_segmap_set(seg, present);
+    if (tes_segmap_get(seg) != (present ? 1u : 0u) || (tes_segment_find(seg) == seg) != present)
+      atomic_fetch_add(&neighbour_errors, 1);
+  }
+  return NULL;
+}
+
+static void neighbour_units(void) {
+  size_t span = (size_t)(NEIGHBOURS + 1) << TES_SEGMENT_SHIFT;
+  uint8_t *map = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  REQUIRE(map != MAP_FAILED, "mmap");
+  /* Four units starting at a multiple of 4 units: one byte of the map. */
+  uintptr_t first = ((uintptr_t)map + TES_SEGMENT_SIZE - 1) & ~(uintptr_t)TES_SEGMENT_MASK;
+  while (((first >> TES_SEGMENT_SHIFT) & 3) != 0) first -= TES_SEGMENT_SIZE;
+  size_t span2 = (size_t)8 << TES_SEGMENT_SHIFT;
+  munmap(map, span);
+  map = mmap((void *)first, span2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  REQUIRE(map != MAP_FAILED, "mmap at a 16 MiB boundary");
+  if ((uintptr_t)map != first || tes_segment_find(map) != NULL) { /* the hint was not honoured, or is ours */
+    printf("neighbour units: skipped (no free 16 MiB-aligned range)\n");
+    munmap(map, span2);
+    return;
+  }
+  pthread_t threads[NEIGHBOURS];
+  for (uintptr_t i = 0; i < NEIGHBOURS; i++) {
+    fake[i] = (tes_segment_t *)(first + (i << TES_SEGMENT_SHIFT));
+    fake[i]->size = TES_SEGMENT_SIZE;
+  }
+  for (uintptr_t i = 0; i < NEIGHBOURS; i++) REQUIRE(pthread_create(&threads[i], NULL, toggle_unit, (void *)i) == 0, "thread");
+  for (int i = 0; i < NEIGHBOURS; i++) pthread_join(threads[i], NULL);
+  CHECK(atomic_load(&neighbour_errors) == 0, "%d reads of a unit lost its own thread's store", atomic_load(&neighbour_errors));
+  for (int i = 0; i < NEIGHBOURS; i++) CHECK(tes_segmap_get(fake[i]) == 0, "unit %d left in the map", i);
+  munmap(map, span2);
+}
 
 int main(void) {
   /* Our blocks. */
@@ -73,5 +122,6 @@ int main(void) {
   uintptr_t header_slice = (uintptr_t)tes_segment_of(small) >> TES_SLICE_SHIFT;
   CHECK(heap->slice_tag[header_slice % TES_SLICE_SLOTS] != header_slice, "header slice is in the table");
   tes_free(small);
+  neighbour_units();
   return unit_finish("unit_segment");
 }
