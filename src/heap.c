@@ -392,6 +392,15 @@ static void heap_deferred(tes_heap_t *heap) {
   if ((++heap->slow_count & 7) == 0) {
     tes_cache_purge(false);
     sweep_other_heaps(tes_os_clock_ms());
+    /* One segment of an exited thread, whether or not a page is wanted:
+     * adopting frees its pages that other threads have emptied since
+     * (fresh_page adopts only when this heap needs a page, and under thread
+     * churn with hand-offs the abandoned segments piled up faster). */
+    tes_segment_t *seg = heap->is_default ? tes_abandoned_pop() : NULL;
+    if (seg != NULL) {
+      tes_heap_adopt_segment(heap, seg);
+      tes_stats_heap_reclaimed();
+    }
   }
   tes_purge_thread_start(); /* last: it may allocate (pthread_create), re-entering this path */
 }

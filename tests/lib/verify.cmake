@@ -15,7 +15,7 @@
 #     (lib.<name>.static);
 #   - lib.api_dlopen: libtessera.so dlopened by a program on glibc;
 #   - tools.run_cli: `tessera run` end to end (verify_run_cli.sh).
-set(VERIFY_API_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn api_heaps_mt
+set(VERIFY_API_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn api_thread_handoff api_heaps_mt
     api_stats api_options api_heaps api_rss api_large_vm)
 foreach(name ${VERIFY_API_TESTS})
   if(TARGET lib_${name})
@@ -28,7 +28,7 @@ if(TEST lib.api_rss)
 endif()
 
 # Standard names only: the same sources, linked with nothing but libc.
-set(VERIFY_PRELOAD_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn api_large_vm)
+set(VERIFY_PRELOAD_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn api_thread_handoff api_large_vm)
 foreach(name ${VERIFY_PRELOAD_TESTS})
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     set(src ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
@@ -44,7 +44,7 @@ foreach(name ${VERIFY_PRELOAD_TESTS})
     ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_shared>")
 endforeach()
 if(TARGET tessera_secure)
-  foreach(name api_std api_cxx api_mt_stress api_large_vm)
+  foreach(name api_std api_cxx api_mt_stress api_thread_handoff api_large_vm)
     add_test(NAME lib.${name}.secure COMMAND verify_${name}_plain --expect-tessera)
     set_tests_properties(lib.${name}.secure PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
       ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
