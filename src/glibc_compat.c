@@ -3,8 +3,10 @@
  * Programs and tools (and some language runtimes) call mallinfo2, mallinfo,
  * malloc_stats, malloc_info and malloc_trim. Under libtessera those must
  * describe libtessera's heap, not glibc's unused one. Everything here is
- * built on the public tes_stats_get and tes_collect only: this file owns
- * the mapping from tessera's gauges to glibc's fields and nothing else.
+ * built on tes_stats_get (into the report scratch, not the caller's stack:
+ * threads with 16 KiB stacks call these), tes_collect and the OS counters:
+ * this file owns the mapping from tessera's gauges to glibc's fields and
+ * nothing else.
  *
  * Mapping (glibc's field -> tessera's gauge):
  *   arena    = committed.current   bytes backed by the OS for the heap
@@ -18,7 +20,7 @@
  *
  * These symbols are only defined in the drop-in (override) builds, like the
  * standard names in override.c: the tes_*-only build leaves glibc's own. */
-#include "tessera.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -34,14 +36,15 @@ static size_t clamp_nonnegative(int64_t value) { return value > 0 ? (size_t)valu
 static int clamp_int(size_t value) { return value > (size_t)INT_MAX ? INT_MAX : (int)value; }
 
 TES_COMPAT_EXPORT struct mallinfo2 mallinfo2(void) {
-  tes_stats_t stats;
-  tes_stats_get(&stats);
+  tes_stats_t *stats = tes_report_scratch_take(sizeof *stats);
+  tes_stats_get(stats);
   struct mallinfo2 info = {0};
-  info.arena = clamp_nonnegative(stats.committed.current);
-  info.uordblks = clamp_nonnegative(stats.in_use.current);
+  info.arena = clamp_nonnegative(stats->committed.current);
+  info.uordblks = clamp_nonnegative(stats->in_use.current);
   info.fordblks = info.arena > info.uordblks ? info.arena - info.uordblks : 0;
-  info.hblkhd = clamp_nonnegative(stats.large_in_use.current);
-  info.usmblks = clamp_nonnegative(stats.committed.peak);
+  info.hblkhd = clamp_nonnegative(stats->large_in_use.current);
+  info.usmblks = clamp_nonnegative(stats->committed.peak);
+  tes_report_scratch_give();
   return info;
 }
 
@@ -67,10 +70,13 @@ TES_COMPAT_EXPORT struct mallinfo mallinfo(void) {
  * totals) so scripts that grep it keep working; tessera has one logical
  * arena. Printed with fprintf to stderr, which is unbuffered: no allocation. */
 TES_COMPAT_EXPORT void malloc_stats(void) {
-  tes_stats_t stats;
-  tes_stats_get(&stats);
-  unsigned long system_bytes = (unsigned long)clamp_nonnegative(stats.committed.current);
-  unsigned long in_use_bytes = (unsigned long)clamp_nonnegative(stats.in_use.current);
+  tes_stats_t *stats = tes_report_scratch_take(sizeof *stats);
+  tes_stats_get(stats);
+  unsigned long system_bytes = (unsigned long)clamp_nonnegative(stats->committed.current);
+  unsigned long in_use_bytes = (unsigned long)clamp_nonnegative(stats->in_use.current);
+  unsigned long mmap_calls = (unsigned long)stats->os_mmap_calls;
+  unsigned long reserved_peak = (unsigned long)clamp_nonnegative(stats->reserved.peak);
+  tes_report_scratch_give();
   fprintf(stderr,
           "Arena 0:\n"
           "system bytes     = %10lu\n"
@@ -80,32 +86,28 @@ TES_COMPAT_EXPORT void malloc_stats(void) {
           "in use bytes     = %10lu\n"
           "max mmap regions = %10lu\n"
           "max mmap bytes   = %10lu\n",
-          system_bytes, in_use_bytes, system_bytes, in_use_bytes, (unsigned long)stats.os_mmap_calls,
-          (unsigned long)clamp_nonnegative(stats.reserved.peak));
+          system_bytes, in_use_bytes, system_bytes, in_use_bytes, mmap_calls, reserved_peak);
 }
 
 /* XML in glibc's schema (<malloc version="1"><heap nr="0">...), with one
  * heap, per-class <size> entries for classes that have live blocks, and the
  * totals glibc reports. options must be 0, as in glibc. */
 TES_COMPAT_EXPORT int malloc_info(int options, FILE *out) {
-  if (options != 0 || out == NULL) {
-    errno = EINVAL;
-    return -1;
-  }
-  tes_stats_t stats;
-  tes_stats_get(&stats);
-  unsigned long committed = (unsigned long)clamp_nonnegative(stats.committed.current);
-  unsigned long in_use = (unsigned long)clamp_nonnegative(stats.in_use.current);
+  if (options != 0 || out == NULL) return EINVAL; /* glibc returns EINVAL itself, errno untouched */
+  tes_stats_t *stats = tes_report_scratch_take(sizeof *stats);
+  tes_stats_get(stats);
+  unsigned long committed = (unsigned long)clamp_nonnegative(stats->committed.current);
+  unsigned long in_use = (unsigned long)clamp_nonnegative(stats->in_use.current);
   unsigned long free_bytes = committed > in_use ? committed - in_use : 0;
   fprintf(out, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
-  uint32_t classes = stats.class_count < TES_STATS_MAX_CLASSES ? stats.class_count : TES_STATS_MAX_CLASSES;
+  uint32_t classes = stats->class_count < TES_STATS_MAX_CLASSES ? stats->class_count : TES_STATS_MAX_CLASSES;
   for (uint32_t c = 0; c < classes; c++) {
-    if (stats.class_live_blocks[c] <= 0) continue;
+    if (stats->class_live_blocks[c] <= 0) continue;
     fprintf(out, "  <size from=\"%lu\" to=\"%lu\" total=\"%lu\" count=\"%ld\"/>\n",
-            (unsigned long)(c > 0 ? stats.class_block_size[c - 1] + 1 : 1),
-            (unsigned long)stats.class_block_size[c],
-            (unsigned long)(stats.class_block_size[c] * (uint64_t)stats.class_live_blocks[c]),
-            (long)stats.class_live_blocks[c]);
+            (unsigned long)(c > 0 ? stats->class_block_size[c - 1] + 1 : 1),
+            (unsigned long)stats->class_block_size[c],
+            (unsigned long)(stats->class_block_size[c] * (uint64_t)stats->class_live_blocks[c]),
+            (long)stats->class_live_blocks[c]);
   }
   fprintf(out,
           "</sizes>\n"
@@ -116,8 +118,8 @@ TES_COMPAT_EXPORT int malloc_info(int options, FILE *out) {
           "<aspace type=\"total\" size=\"%lu\"/>\n"
           "<aspace type=\"mprotect\" size=\"%lu\"/>\n"
           "</heap>\n",
-          free_bytes, committed, (unsigned long)clamp_nonnegative(stats.committed.peak),
-          (unsigned long)clamp_nonnegative(stats.reserved.current), committed);
+          free_bytes, committed, (unsigned long)clamp_nonnegative(stats->committed.peak),
+          (unsigned long)clamp_nonnegative(stats->reserved.current), committed);
   fprintf(out,
           "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
           "<total type=\"rest\" count=\"0\" size=\"%lu\"/>\n"
@@ -127,10 +129,11 @@ TES_COMPAT_EXPORT int malloc_info(int options, FILE *out) {
           "<aspace type=\"total\" size=\"%lu\"/>\n"
           "<aspace type=\"mprotect\" size=\"%lu\"/>\n"
           "</malloc>\n",
-          free_bytes, (unsigned long)stats.os_mmap_calls,
-          (unsigned long)clamp_nonnegative(stats.large_in_use.current), committed,
-          (unsigned long)clamp_nonnegative(stats.committed.peak),
-          (unsigned long)clamp_nonnegative(stats.reserved.current), committed);
+          free_bytes, (unsigned long)stats->os_mmap_calls,
+          (unsigned long)clamp_nonnegative(stats->large_in_use.current), committed,
+          (unsigned long)clamp_nonnegative(stats->committed.peak),
+          (unsigned long)clamp_nonnegative(stats->reserved.current), committed);
+  tes_report_scratch_give();
   return 0;
 }
 
@@ -140,13 +143,13 @@ TES_COMPAT_EXPORT int malloc_info(int options, FILE *out) {
  * committed gauge went down or the OS counters moved. */
 TES_COMPAT_EXPORT int malloc_trim(size_t pad) {
   (void)pad;
-  tes_stats_t before, after;
-  tes_stats_get(&before);
+  tes_os_counters_t before, after;
+  tes_process_init();
+  tes_os_counters(&before);
   tes_collect(true);
-  tes_stats_get(&after);
-  return after.committed.current < before.committed.current ||
-                 after.os_purged_bytes > before.os_purged_bytes ||
-                 after.os_munmap_bytes > before.os_munmap_bytes
+  tes_os_counters(&after);
+  return after.committed < before.committed || after.purged_bytes > before.purged_bytes ||
+                 after.munmap_bytes > before.munmap_bytes
              ? 1
              : 0;
 }

@@ -5,15 +5,17 @@
  * and bytes per size class into fixed arrays on the stack: it must not
  * allocate through the heap it is walking (the visitor contract), and it
  * runs at exit when the heap may be in any state. Class sizes and the
- * committed/in-use gauges come from tes_stats_get. Output goes through
- * fprintf to the caller's stream (stderr by default, unbuffered).
+ * committed/in-use gauges come from tes_stats_get. The tallies and the text
+ * live in the report scratch (stats.c), not on the stack, and the text goes
+ * out whole (tes_text_write) to the caller's stream, stderr by default.
  *
  * Exit hook: when the environment has TESSERA_HEAP_REPORT=1 a destructor
  * prints the report to stderr as the process exits (0 or unset: nothing;
- * anything else: one warning naming the variable, like the options). This is not one of the
- * tes_option_t options (the option table is part of the public header), so
- * the variable is read here with getenv, which does not allocate. */
-#include "tessera.h"
+ * anything else: one warning naming the variable). This is not one of the
+ * tes_option_t options (the option table is part of the public header), but
+ * it is read and parsed as they are (tes_os_getenv, tes_options_parse_long):
+ * the same syntax, the same warning, ignored in secure execution. */
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,47 +47,53 @@ static double percent(uint64_t part, uint64_t whole) {
 
 __attribute__((visibility("default"))) void tes_heap_report(FILE *out) {
   if (out == NULL) out = stderr;
-  class_tally_t tally;
-  memset(&tally, 0, sizeof tally);
-  tes_heap_visit(NULL, tally_block, &tally);
-  tes_stats_t stats;
-  tes_stats_get(&stats);
+  /* In the report scratch, not on the stack: the exit hook runs on whichever
+   * thread calls exit, maybe one with a 16 KiB stack. */
+  struct report_s {
+    class_tally_t tally;
+    tes_stats_t stats;
+    char text[8192];
+  } *r = tes_report_scratch_take(sizeof *r);
+  static_assert(sizeof *r <= TES_REPORT_SCRATCH_BYTES, "fits the report scratch");
+  tes_text_t text = {r->text, sizeof r->text, 0};
+  tes_heap_visit(NULL, tally_block, &r->tally);
+  tes_stats_get(&r->stats);
 
-  uint64_t total_blocks = tally.large_blocks + tally.other_blocks, total_bytes = tally.large_bytes;
+  uint64_t total_blocks = r->tally.large_blocks + r->tally.other_blocks, total_bytes = r->tally.large_bytes;
   for (int c = 0; c < TES_STATS_MAX_CLASSES; c++) {
-    total_blocks += tally.blocks[c];
-    total_bytes += tally.bytes[c];
+    total_blocks += r->tally.blocks[c];
+    total_bytes += r->tally.bytes[c];
   }
-  uint64_t committed = stats.committed.current > 0 ? (uint64_t)stats.committed.current : 0;
-  fprintf(out, "tessera heap report: %llu live blocks, %llu bytes in use, %llu bytes committed (%.1f%% occupied)\n",
+  uint64_t committed = r->stats.committed.current > 0 ? (uint64_t)r->stats.committed.current : 0;
+  tes_text_add(&text, "tessera heap report: %llu live blocks, %llu bytes in use, %llu bytes committed (%.1f%% occupied)\n",
           (unsigned long long)total_blocks, (unsigned long long)total_bytes, (unsigned long long)committed,
           percent(total_bytes, committed));
-  fprintf(out, "%6s %12s %12s %14s %8s\n", "class", "block_size", "live_blocks", "live_bytes", "%bytes");
-  uint32_t classes = stats.class_count < TES_STATS_MAX_CLASSES ? stats.class_count : TES_STATS_MAX_CLASSES;
+  tes_text_add(&text, "%6s %12s %12s %14s %8s\n", "class", "block_size", "live_blocks", "live_bytes", "%bytes");
+  uint32_t classes = r->stats.class_count < TES_STATS_MAX_CLASSES ? r->stats.class_count : TES_STATS_MAX_CLASSES;
   for (uint32_t c = 0; c < TES_STATS_MAX_CLASSES; c++) {
-    if (tally.blocks[c] == 0) continue;
+    if (r->tally.blocks[c] == 0) continue;
     unsigned long long block_size =
-        c < classes ? (unsigned long long)stats.class_block_size[c] : tally.bytes[c] / tally.blocks[c];
-    fprintf(out, "%6u %12llu %12llu %14llu %7.1f%%\n", c, block_size, (unsigned long long)tally.blocks[c],
-            (unsigned long long)tally.bytes[c], percent(tally.bytes[c], total_bytes));
+        c < classes ? (unsigned long long)r->stats.class_block_size[c] : r->tally.bytes[c] / r->tally.blocks[c];
+    tes_text_add(&text, "%6u %12llu %12llu %14llu %7.1f%%\n", c, block_size, (unsigned long long)r->tally.blocks[c],
+            (unsigned long long)r->tally.bytes[c], percent(r->tally.bytes[c], total_bytes));
   }
-  if (tally.large_blocks)
-    fprintf(out, "%6s %12s %12llu %14llu %7.1f%%\n", "large", "-", (unsigned long long)tally.large_blocks,
-            (unsigned long long)tally.large_bytes, percent(tally.large_bytes, total_bytes));
-  if (tally.other_blocks)
-    fprintf(out, "(%llu blocks reported a class index beyond the statistics table)\n",
-            (unsigned long long)tally.other_blocks);
+  if (r->tally.large_blocks)
+    tes_text_add(&text, "%6s %12s %12llu %14llu %7.1f%%\n", "large", "-", (unsigned long long)r->tally.large_blocks,
+            (unsigned long long)r->tally.large_bytes, percent(r->tally.large_bytes, total_bytes));
+  if (r->tally.other_blocks)
+    tes_text_add(&text, "(%llu blocks reported a class index beyond the statistics table)\n",
+            (unsigned long long)r->tally.other_blocks);
+  tes_text_write(&text, out);
+  tes_report_scratch_give();
 }
 
 __attribute__((destructor)) static void heap_report_at_exit(void) {
-  const char *value = getenv("TESSERA_HEAP_REPORT");
-  if (value == NULL) return;
-  /* Surrounding blanks are accepted, as the other TESSERA_* options accept them. */
-  size_t start = strspn(value, " \t"), len = strlen(value + start);
-  while (len > 0 && (value[start + len - 1] == ' ' || value[start + len - 1] == '\t')) len--;
-  if (len == 0 || (len == 1 && value[start] == '0')) return;
-  if (len == 1 && value[start] == '1')
-    tes_heap_report(stderr);
-  else
-    fprintf(stderr, "tessera: warning: TESSERA_HEAP_REPORT=%s is invalid (accepted: 0 or 1); no report\n", value);
+  const char *text = tes_os_getenv("TESSERA_HEAP_REPORT"); /* none in secure execution, like the options */
+  if (text == NULL) return;
+  long value;
+  if (!tes_options_parse_long(text, &value) || value < 0 || value > 1) {
+    tes_message("warning: ignoring TESSERA_HEAP_REPORT=\"%.40s\": expected an integer in [0, 1]; no report", text);
+    return;
+  }
+  if (value == 1) tes_heap_report(stderr);
 }

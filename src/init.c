@@ -11,8 +11,9 @@
  * key is created lazily with pthread_key_create, which does not allocate; the
  * TLS pointer is set *before* pthread_setspecific, which may itself call
  * calloc, so that recursion is an ordinary allocation.
- * Fork: prepare takes every allocator lock (fixed order: late heaps, heaps,
- * segments, cache, abandoned, large, stats), parent releases them, child
+ * Fork: prepare takes every allocator lock (fixed order: report scratch,
+ * late heaps, heaps, purge locks, segments, cache, abandoned, large, stats),
+ * parent releases them, child
  * resets them, so the child can allocate at once even if another thread was
  * inside the allocator; in between, the forking thread's own lock calls are
  * no-ops (tes_fork_holder), so fork handlers of other libraries that run in
@@ -208,6 +209,7 @@ tes_heap_t *tes_thread_heap_init_for_free(void) { return thread_heap_init(true);
 _Atomic(tes_heap_t *const *) tes_fork_holder;
 
 static void fork_prepare(void) {
+  tes_lock(&tes_report_scratch_lock);
   tes_lock(&late_lock);
   tes_heaps_lock();
   tes_heaps_purge_locks_acquire();
@@ -226,6 +228,7 @@ static void fork_parent(void) {
   tes_heaps_purge_locks_release(false);
   tes_heaps_unlock();
   tes_unlock(&late_lock);
+  tes_unlock(&tes_report_scratch_lock);
 }
 /* Other threads' late heaps leave the list: their threads do not exist
  * here, but one may have been in the middle of an allocation at the fork,
@@ -245,6 +248,7 @@ static void fork_child(void) {
   tes_purge_thread_after_fork();
   late_heaps_after_fork();
   tes_lock_reset(&late_lock);
+  tes_lock_reset(&tes_report_scratch_lock);
   tes_lock_reset(&tes_stats_lock);
   tes_large_unlock(true);
   tes_segment_locks_release(true);

@@ -558,6 +558,17 @@ void tes_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- options.c / stats.c --------------------------------------------------- */
 void tes_options_init(void);
+bool tes_options_parse_long(const char *text, long *out); /* the TESSERA_* integer syntax */
+#define TES_REPORT_SCRATCH_BYTES 16384
+extern tes_lock_t tes_report_scratch_lock;
+void *tes_report_scratch_take(size_t size); /* zeroed; locked until given back */
+void tes_report_scratch_give(void);
+typedef struct tes_text_s {
+  char *buffer;
+  size_t capacity, length;
+} tes_text_t;
+void tes_text_add(tes_text_t *text, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tes_text_write(const tes_text_t *text, FILE *out);
 void tes_stats_fold_heap(tes_heap_t *heap);   /* a heap leaves: keep its counters */
 void tes_stats_thread_started(void);
 void tes_stats_thread_exited(void);

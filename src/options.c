@@ -39,8 +39,9 @@ long tes_option_values[TES_OPTION_COUNT] = {
     [TES_OPTION_PURGE_THREAD] = 0,
 };
 
-/* Parse a decimal integer; false on junk or overflow. */
-static bool parse_long(const char *s, long *out) {
+/* Parse a decimal integer (blanks around it, a sign, a trailing newline
+ * accepted); false on junk, emptiness or overflow. */
+bool tes_options_parse_long(const char *s, long *out) {
   bool negative = false;
   while (*s == ' ' || *s == '\t') s++;
   if (*s == '-' || *s == '+') negative = *s++ == '-';
@@ -68,7 +69,7 @@ void tes_options_init(void) {
     tes_option_values[i] = d->default_value;
     if (text == NULL) continue;
     long value;
-    if (!parse_long(text, &value) || value < d->min || value > d->max) {
+    if (!tes_options_parse_long(text, &value) || value < d->min || value > d->max) {
       tes_message("warning: ignoring %s=\"%.40s\": expected an integer in [%ld, %ld]; using the default %ld", var,
                   text, d->min, d->max, d->default_value);
       continue;

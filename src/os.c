@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -303,9 +304,13 @@ bool tes_os_thread_start(void *(*fn)(void *), const char *name) {
   return started;
 }
 
+/* The raw system call, not write(): write is a cancellation point, and a
+ * message can be written with a lock held (an out-of-memory note under a
+ * heap's purge lock); a pending deferred cancel acting there left the lock
+ * taken, and the thread's own exit, or a fork, spun on it for ever. */
 void tes_os_write_stderr(const char *text, size_t length) {
   while (length > 0) {
-    ssize_t n = write(2, text, length);
+    ssize_t n = (ssize_t)syscall(SYS_write, 2, text, length);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
       return;
@@ -315,8 +320,13 @@ void tes_os_write_stderr(const char *text, size_t length) {
   }
 }
 
+/* In secure-execution mode (a setuid or setgid program, or one with file
+ * capabilities: AT_SECURE) the environment belongs to a less privileged
+ * caller: no TESSERA_* variable is read, as glibc ignores its malloc
+ * tunables there. Otherwise a caller could turn the hardened build's abort
+ * on a detected heap error off, or have heap statistics printed. */
 const char *tes_os_getenv(const char *name) {
-  if (environ == NULL) return NULL;
+  if (environ == NULL || getauxval(AT_SECURE) != 0) return NULL;
   size_t len = strlen(name);
   for (char **e = environ; *e != NULL; e++) {
     if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') return *e + len + 1;

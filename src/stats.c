@@ -19,6 +19,7 @@
 #include "internal.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 tes_lock_t tes_stats_lock = TES_LOCK_INIT;
@@ -28,6 +29,46 @@ static _Atomic int64_t in_use_peak;
 static tes_stats_t reset_base; /* call counters at the last tes_stats_reset */
 
 static_assert(sizeof(tes_counters_t) % sizeof(uint64_t) == 0, "counters are a uint64_t array");
+
+/* Room for the allocator's own readers of the statistics (mallinfo2,
+ * malloc_stats, malloc_info, the exit reports): a tes_stats_t is 3.3 KB, and
+ * on the caller's stack it overflowed 16 KiB thread stacks where glibc's
+ * versions fit. One at a time: these calls are rare. Taken before any other
+ * allocator lock (the fork handlers take it first too). */
+tes_lock_t tes_report_scratch_lock = TES_LOCK_INIT;
+static _Alignas(64) uint8_t report_scratch[TES_REPORT_SCRATCH_BYTES];
+
+void *tes_report_scratch_take(size_t size) {
+  if (size > sizeof report_scratch) return NULL;
+  tes_lock(&tes_report_scratch_lock);
+  memset(report_scratch, 0, size);
+  return report_scratch;
+}
+void tes_report_scratch_give(void) { tes_unlock(&tes_report_scratch_lock); }
+
+/* Reports are formatted into text first and then written whole: printing
+ * with fprintf to an unbuffered stream (stderr) puts an 8 KiB buffer on the
+ * stack for every call, which an exit report on a small-stack thread cannot
+ * afford. Text that does not fit is cut, never overrun. */
+void tes_text_add(tes_text_t *text, const char *fmt, ...) {
+  if (text->length >= text->capacity) return;
+  va_list args;
+  va_start(args, fmt);
+  int n = vsnprintf(text->buffer + text->length, text->capacity - text->length, fmt, args);
+  va_end(args);
+  if (n > 0) text->length += (size_t)n < text->capacity - text->length ? (size_t)n : text->capacity - text->length - 1;
+}
+
+/* stderr through the OS layer (no stdio buffer on the stack), any other
+ * stream with fputs. */
+void tes_text_write(const tes_text_t *text, FILE *out) {
+  if (out == stderr) {
+    fflush(stderr);
+    tes_os_write_stderr(text->buffer, text->length);
+  } else {
+    fputs(text->buffer, out);
+  }
+}
 
 static void add_counters(tes_counters_t *dst, const tes_counters_t *src) {
   uint64_t *d = (uint64_t *)dst;
@@ -202,45 +243,53 @@ TES_API void tes_stats_reset(void) {
   tes_unlock(&tes_stats_lock);
 }
 
-static void print_stats(FILE *out) {
-  tes_stats_t s;
-  tes_stats_get(&s);
+static void print_stats(tes_text_t *out, const tes_stats_t *s) {
   const double mib = 1024.0 * 1024.0;
-  fprintf(out, "tessera statistics\n");
-  fprintf(out, "  calls      malloc %" PRIu64 "  calloc %" PRIu64 "  realloc %" PRIu64 "  free %" PRIu64
+  tes_text_add(out, "tessera statistics\n");
+  tes_text_add(out, "  calls      malloc %" PRIu64 "  calloc %" PRIu64 "  realloc %" PRIu64 "  free %" PRIu64
                "  aligned %" PRIu64 "  failed %" PRIu64 "\n",
-          s.malloc_calls, s.calloc_calls, s.realloc_calls, s.free_calls, s.aligned_calls, s.failed_calls);
-  uint64_t small = s.fast_path_hits + s.fast_path_misses;
-  fprintf(out, "  fast path  hits %" PRIu64 "  misses %" PRIu64 "  (%.2f%% hit rate)\n", s.fast_path_hits,
-          s.fast_path_misses, small ? 100.0 * (double)s.fast_path_hits / (double)small : 0.0);
-  fprintf(out, "  frees      cross-thread %" PRIu64 "  realloc in place %" PRIu64 "  huge remaps %" PRIu64 "\n",
-          s.cross_thread_frees, s.realloc_in_place, s.huge_remaps);
-  fprintf(out, "  memory     in use %.2f MiB (peak %.2f)  large %.2f MiB (peak %.2f)\n", s.in_use.current / mib,
-          s.in_use.peak / mib, s.large_in_use.current / mib, s.large_in_use.peak / mib);
-  fprintf(out, "             committed %.2f MiB (peak %.2f)  reserved %.2f MiB (peak %.2f)\n",
-          s.committed.current / mib, s.committed.peak / mib, s.reserved.current / mib, s.reserved.peak / mib);
-  fprintf(out, "             fragmentation %.2f MiB (%.1f%% of committed)\n", s.fragmentation_bytes / mib,
-          s.fragmentation_percent);
-  fprintf(out, "  os         mmap %" PRIu64 " (%.2f MiB)  munmap %" PRIu64 " (%.2f MiB)  madvise %" PRIu64
+          s->malloc_calls, s->calloc_calls, s->realloc_calls, s->free_calls, s->aligned_calls, s->failed_calls);
+  uint64_t small = s->fast_path_hits + s->fast_path_misses;
+  tes_text_add(out, "  fast path  hits %" PRIu64 "  misses %" PRIu64 "  (%.2f%% hit rate)\n", s->fast_path_hits,
+          s->fast_path_misses, small ? 100.0 * (double)s->fast_path_hits / (double)small : 0.0);
+  tes_text_add(out, "  frees      cross-thread %" PRIu64 "  realloc in place %" PRIu64 "  huge remaps %" PRIu64 "\n",
+          s->cross_thread_frees, s->realloc_in_place, s->huge_remaps);
+  tes_text_add(out, "  memory     in use %.2f MiB (peak %.2f)  large %.2f MiB (peak %.2f)\n", s->in_use.current / mib,
+          s->in_use.peak / mib, s->large_in_use.current / mib, s->large_in_use.peak / mib);
+  tes_text_add(out, "             committed %.2f MiB (peak %.2f)  reserved %.2f MiB (peak %.2f)\n",
+          s->committed.current / mib, s->committed.peak / mib, s->reserved.current / mib, s->reserved.peak / mib);
+  tes_text_add(out, "             fragmentation %.2f MiB (%.1f%% of committed)\n", s->fragmentation_bytes / mib,
+          s->fragmentation_percent);
+  tes_text_add(out, "  os         mmap %" PRIu64 " (%.2f MiB)  munmap %" PRIu64 " (%.2f MiB)  madvise %" PRIu64
                " (%.2f MiB purged)  mremap %" PRIu64 "\n",
-          s.os_mmap_calls, s.os_mmap_bytes / mib, s.os_munmap_calls, s.os_munmap_bytes / mib, s.os_madvise_calls,
-          s.os_purged_bytes / mib, s.os_mremap_calls);
-  fprintf(out, "             purge delay %ld ms now (TESSERA_PURGE_DELAY_MS %ld)\n", tes_purge_delay_current(),
+          s->os_mmap_calls, s->os_mmap_bytes / mib, s->os_munmap_calls, s->os_munmap_bytes / mib, s->os_madvise_calls,
+          s->os_purged_bytes / mib, s->os_mremap_calls);
+  tes_text_add(out, "             purge delay %ld ms now (TESSERA_PURGE_DELAY_MS %ld)\n", tes_purge_delay_current(),
           tes_opt(TES_OPTION_PURGE_DELAY_MS));
-  fprintf(out, "  threads    started %" PRIu64 "  exited %" PRIu64 "  heaps abandoned %" PRIu64
+  tes_text_add(out, "  threads    started %" PRIu64 "  exited %" PRIu64 "  heaps abandoned %" PRIu64
                "  reclaimed %" PRIu64 "\n",
-          s.threads_started, s.threads_exited, s.heaps_abandoned, s.heaps_reclaimed);
-  fprintf(out, "  classes    %-10s %12s %12s\n", "block", "allocations", "live");
-  for (uint32_t c = 0; c < s.class_count; c++) {
-    if (s.class_malloc_calls[c] == 0 && s.class_live_blocks[c] == 0) continue;
-    fprintf(out, "             %-10" PRIu64 " %12" PRIu64 " %12" PRId64 "\n", s.class_block_size[c],
-            s.class_malloc_calls[c], s.class_live_blocks[c]);
+          s->threads_started, s->threads_exited, s->heaps_abandoned, s->heaps_reclaimed);
+  tes_text_add(out, "  classes    %-10s %12s %12s\n", "block", "allocations", "live");
+  for (uint32_t c = 0; c < s->class_count; c++) {
+    if (s->class_malloc_calls[c] == 0 && s->class_live_blocks[c] == 0) continue;
+    tes_text_add(out, "             %-10" PRIu64 " %12" PRIu64 " %12" PRId64 "\n", s->class_block_size[c],
+            s->class_malloc_calls[c], s->class_live_blocks[c]);
   }
 }
 
+
 TES_API void tes_stats_print(FILE *out) {
-  print_stats(out ? out : stderr);
+  struct {
+    tes_stats_t stats;
+    char text[8192];
+  } *r = tes_report_scratch_take(sizeof *r);
+  static_assert(sizeof *r <= TES_REPORT_SCRATCH_BYTES, "fits the report scratch");
+  tes_stats_get(&r->stats);
+  tes_text_t text = {r->text, sizeof r->text, 0};
+  print_stats(&text, &r->stats);
+  tes_text_write(&text, out ? out : stderr);
   fflush(out ? out : stderr);
+  tes_report_scratch_give();
 }
 
 void tes_stats_print_at_exit(void) { tes_stats_print(stderr); }

@@ -165,8 +165,15 @@ static void check_environment(void) {
   run_child("TESSERA_HEAP_REPORT= 1 ", &r); /* blanks around it, as for the other options */
   CHECK(strstr(r.err, "tessera heap report:") != NULL, "TESSERA_HEAP_REPORT=' 1 ' printed \"%.200s\"", r.err);
   memset(&r, 0, sizeof r);
-  run_child("TESSERA_HEAP_REPORT=", &r);
-  CHECK(r.err[0] == '\0', "TESSERA_HEAP_REPORT= (empty) printed \"%.200s\"", r.err);
+  run_child("TESSERA_HEAP_REPORT=+1", &r); /* the options' syntax: a sign, leading zeros */
+  CHECK(strstr(r.err, "tessera heap report:") != NULL, "TESSERA_HEAP_REPORT=+1 printed \"%.200s\"", r.err);
+  memset(&r, 0, sizeof r);
+  run_child("TESSERA_HEAP_REPORT=0", &r);
+  CHECK(r.err[0] == '\0', "TESSERA_HEAP_REPORT=0 printed \"%.200s\"", r.err);
+  memset(&r, 0, sizeof r);
+  run_child("TESSERA_HEAP_REPORT=", &r); /* empty: warned about, as an empty option is */
+  CHECK(count_lines(r.err) == 1 && strstr(r.err, "ignoring TESSERA_HEAP_REPORT") && !strstr(r.err, "heap report:"),
+        "TESSERA_HEAP_REPORT= (empty) printed \"%.200s\"", r.err);
   memset(&r, 0, sizeof r);
   run_child("TESSERA_HEAP_REPORT=maybe", &r);
   CHECK(count_lines(r.err) == 1 && strstr(r.err, "TESSERA_HEAP_REPORT"), "TESSERA_HEAP_REPORT=maybe: \"%.200s\"",
