@@ -143,7 +143,7 @@ static void fit_drain_remote(fit_arena_t *a) {
  * four registers on every call, a sixth of bf_free's instructions. */
 static __attribute__((noinline)) void fit_free_any(const char *who, void *ptr) {
   if (!ptr) return;
-  if ((uintptr_t)ptr % FIT_ALIGN != 0) {
+  if (!fit_brk_may_own(ptr)) {
     fit_report_bad_free(who, ptr, "not a block from this allocator; ignored");
     return;
   }
@@ -179,7 +179,7 @@ static inline __attribute__((always_inline)) void *fit_malloc_on(fit_arena_t *a,
  * when the generic route (fit_free_any) must decide. */
 static inline __attribute__((always_inline)) int fit_free_on(const char *who, void *ptr, fit_arena_t *a,
                                                              fit_index_kind_t kind) {
-  if (!ptr || (uintptr_t)ptr % FIT_ALIGN != 0 || a->index_kind != kind) return 0;
+  if (!fit_brk_may_own(ptr) || a->index_kind != kind) return 0; /* NULL and misaligned included */
   fit_block_t *b = fit_header_of(ptr);
   if (b->owner != a->id) return 0;
   if (fit_check_freeable(who, b)) fit_arena_free_k(a, b, kind);
@@ -253,13 +253,15 @@ static inline __attribute__((always_inline)) void *fit_bins_malloc(fit_arena_t *
 /* 1 when ptr, a block of arena a, was freed here; 0 when the general route
  * (fit_free_any) must take it. */
 static inline __attribute__((always_inline)) int fit_bins_free(void *ptr, fit_arena_t *a, uint32_t id) {
-  if (((uintptr_t)ptr % FIT_ALIGN) != 0 || !ptr || a->index_kind != FIT_INDEX_SIZE_BINS) return 0;
+  if (!fit_brk_may_own(ptr) || a->index_kind != FIT_INDEX_SIZE_BINS) return 0; /* NULL and misaligned included */
   fit_block_t *b = fit_header_of(ptr);
+  /* The owner first, alone: another thread's block has header bytes that
+   * its owner may be writing right now (FIT_LAST of its top block, cleared
+   * when the run grows). TSan saw the size word read too early. */
+  if (b->owner != id) return 0;
   uint64_t flags = b->size_flags;
   size_t size = (size_t)(flags & FIT_SIZE_MASK);
-  /* The owner first, alone: another thread's block has neighbour bytes
-   * that its owner may be writing right now. */
-  if (b->owner != id || (flags & FIT_FREE) || size - FIT_MIN_BLOCK >= FIT_BIN_LIMIT - FIT_MIN_BLOCK) return 0;
+  if ((flags & FIT_FREE) || size - FIT_MIN_BLOCK >= FIT_BIN_LIMIT - FIT_MIN_BLOCK) return 0;
   fit_block_t *next = (flags & FIT_LAST) ? NULL : fit_next_phys(b);
   /* prev_free may be stale (an exact fit does not clear it): look at the
    * predecessor here and take the out-of-line path only to coalesce. */

@@ -38,6 +38,23 @@
 
 static pthread_mutex_t fit_brk_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic unsigned long fit_segment_bytes;
+_Atomic uintptr_t fit_brk_lo = UINTPTR_MAX, fit_brk_units; /* nothing is ours before the first sbrk */
+
+/* Under fit_brk_lock, after sbrk gave [got, got+len). */
+static void fit_note_span(char *got, size_t len) {
+  uintptr_t lo = atomic_load_explicit(&fit_brk_lo, memory_order_relaxed);
+  uintptr_t start = (uintptr_t)got & ~(uintptr_t)(FIT_ALIGN - 1);
+  if (start < lo) {
+    uintptr_t units = atomic_load_explicit(&fit_brk_units, memory_order_relaxed);
+    uintptr_t hi = lo == UINTPTR_MAX ? 0 : lo + units * FIT_ALIGN;
+    lo = start;
+    atomic_store_explicit(&fit_brk_lo, lo, memory_order_relaxed);
+    if (hi > lo) atomic_store_explicit(&fit_brk_units, (hi - lo) / FIT_ALIGN, memory_order_release);
+  }
+  uintptr_t units = ((uintptr_t)got + len - lo) / FIT_ALIGN;
+  if (units > atomic_load_explicit(&fit_brk_units, memory_order_relaxed))
+    atomic_store_explicit(&fit_brk_units, units, memory_order_release);
+}
 
 void fit_brk_fork_prepare(void) { pthread_mutex_lock(&fit_brk_lock); }
 void fit_brk_fork_parent(void) { pthread_mutex_unlock(&fit_brk_lock); }
@@ -119,6 +136,7 @@ fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need) {
     char *got = sbrk((intptr_t)ask);
     if (got == (char *)-1) break;
     atomic_fetch_add_explicit(&fit_segment_bytes, ask, memory_order_relaxed);
+    fit_note_span(got, ask);
     fit_prefault(got, ask);
 
     if (got != brk_now) {

@@ -219,6 +219,23 @@ static inline uint64_t fit_treap_priority(const fit_block_t *b) {
 fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need);
 /* Bytes obtained from sbrk so far, all arenas. */
 unsigned long fit_brk_segment_bytes(void);
+/* The span of the break our sbrk calls obtained: from fit_brk_lo (the
+ * first sbrk's result rounded down to FIT_ALIGN; the break only grows after
+ * it), fit_brk_units units of FIT_ALIGN bytes. */
+extern _Atomic uintptr_t fit_brk_lo __attribute__((visibility("hidden")));
+extern _Atomic uintptr_t fit_brk_units __attribute__((visibility("hidden")));
+/* Could p be a block of ours: aligned, not NULL, its header in that span?
+ * A wild pointer (NULL + 16, the stack, an mmap) is refused before its
+ * header is read (that read was a SIGSEGV); one inside the break is then
+ * judged by its header's owner. One compare for all three: the offset
+ * rotated right by 4 is small only when it is a multiple of 16 and below
+ * the span. */
+_Static_assert(FIT_ALIGN == 16 && FIT_HEADER_SIZE % FIT_ALIGN == 0, "the rotate by 4 checks 16-byte alignment");
+static inline int fit_brk_may_own(const void *p) {
+  uintptr_t units = atomic_load_explicit(&fit_brk_units, memory_order_acquire); /* units imply their lo */
+  uintptr_t offset = (uintptr_t)p - FIT_HEADER_SIZE - atomic_load_explicit(&fit_brk_lo, memory_order_relaxed);
+  return ((offset >> 4) | (offset << (sizeof offset * 8 - 4))) < units;
+}
 /* fork() support: take / release / reset the break lock (fit_api.c registers
  * them with pthread_atfork, after its own lock). */
 void fit_brk_fork_prepare(void);

@@ -338,6 +338,12 @@ static void do_double_free(const fit_test_api_t *api) {
 static _Alignas(16) char fake_block[64];
 static void do_foreign_free(const fit_test_api_t *api) { api->release(fake_block + 16); }
 static void do_misaligned_free(const fit_test_api_t *api) { api->release(bad_free_block + 1); }
+/* Pointers whose header is not mapped at all: read, it was a SIGSEGV. */
+static void do_wild_frees(const fit_test_api_t *api) {
+  api->release((void *)16);
+  api->release((void *)4096);
+  api->release((void *)(uintptr_t)0x7f0000001000ull);
+}
 
 static void case_bad_free(const fit_test_api_t *api) {
   char *guard = api->alloc(64);
@@ -354,6 +360,10 @@ static void case_bad_free(const fit_test_api_t *api) {
   CHECK(strstr(msg, "not a block from this allocator; ignored"));
   capture_stderr(do_misaligned_free, api, msg, sizeof msg);
   CHECK(strstr(msg, "not a block from this allocator; ignored"));
+  capture_stderr(do_wild_frees, api, msg, sizeof msg);
+  CHECK(strstr(msg, "(0x10): not a block from this allocator; ignored") &&
+        strstr(msg, "(0x1000): not a block from this allocator; ignored") &&
+        strstr(msg, "(0x7f0000001000): not a block from this allocator; ignored"));
   CHECK(atomic_load(&a->free_bytes) == fr);
   CHECK_HEAP();
   for (int i = 0; i < 100; i++) CHECK(keep[i] == 7);
