@@ -72,6 +72,7 @@ int fit_use_naive(void) {
   if (v == 0) {
     const char *e = getenv("TESSERA_FIT_IMPL"); /* getenv does not allocate */
     v = (e && strcmp(e, "naive") == 0) ? 1 : 2;
+    if (e && v == 2 && strcmp(e, "fast") != 0 && *e) fit_warn_env("TESSERA_FIT_IMPL", e, "naive or fast; using fast");
     atomic_store_explicit(&fit_impl_choice, v, memory_order_relaxed);
   }
   return v == 1;

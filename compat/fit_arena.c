@@ -27,6 +27,19 @@ void fit_bins_arena_free(fit_arena_t *a, fit_block_t *b) { fit_arena_free_k(a, b
 
 /* Writes "tessera fit: WHO(0x...): WHY\n" with write(2): stdio could move the
  * program break under us, and this runs when something is already wrong. */
+/* One line on stderr for an environment variable with a value it does not
+ * take: "tessera fit: ignoring NAME=VALUE: expected ...; using ...". */
+void fit_warn_env(const char *name, const char *value, const char *expected) {
+  char line[200];
+  size_t n = 0;
+  const char *parts[] = {"tessera fit: ignoring ", name, "=\"", value, "\": expected ", expected, "\n"};
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    for (const char *s = parts[i]; *s && n < sizeof line - 2; s++) line[n++] = *s;
+  if (line[n - 1] != '\n') line[n++] = '\n';
+  ssize_t ignored = write(2, line, n);
+  (void)ignored;
+}
+
 void fit_report_bad_free(const char *who, const void *ptr, const char *why) {
   char line[160];
   size_t n = 0;

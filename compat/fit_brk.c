@@ -72,6 +72,7 @@ static int fit_prefault_enabled(void) {
   if (v == 0) {
     const char *e = getenv("TESSERA_FIT_PREFAULT");
     v = (e && strcmp(e, "0") == 0) ? 1 : 2;
+    if (e && v == 2 && strcmp(e, "1") != 0 && *e) fit_warn_env("TESSERA_FIT_PREFAULT", e, "0 or 1; prefaulting");
     atomic_store_explicit(&choice, v, memory_order_relaxed);
   }
   return v == 2;

@@ -251,6 +251,7 @@ void *fit_bins_arena_malloc(fit_arena_t *a, size_t size);
 void fit_bins_arena_free(fit_arena_t *a, fit_block_t *b);
 /* Reports a bad free on stderr (without allocating). */
 void fit_report_bad_free(const char *who, const void *ptr, const char *why);
+void fit_warn_env(const char *name, const char *value, const char *expected);
 
 /* --- implementation choice and arenas (fit_api.c) ----------------------- */
 int fit_use_naive(void); /* TESSERA_FIT_IMPL=naive, read once */
