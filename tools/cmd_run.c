@@ -16,6 +16,7 @@
  * range), so the table in the library is the only place an option is
  * described. */
 #include "commands.h"
+#include "preload.h"
 
 /* Only for the tes_option_t enumeration: the CLI never links libtessera,
  * it dlopens it. */
@@ -23,7 +24,6 @@
 
 #include <ctype.h>
 #include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -92,28 +92,9 @@ static int parse_run_args(int argc, char **argv, run_args_t *args) {
   return 0;
 }
 
-/* The dynamic loader skips a preload it cannot load with only a warning,
- * and PROGRAM would then run on the C library's malloc as if all were
- * well: so the file must be an ELF shared object of this machine's class
- * (ET_DYN; a PIE executable is one too, and the loader says so). Returns
- * NULL, or why not. */
-static const char *not_a_shared_object(const char *path) {
-  unsigned char ident[EI_NIDENT + 2];
-  FILE *f = fopen(path, "rb");
-  if (!f) return strerror(errno);
-  size_t got = fread(ident, 1, sizeof ident, f);
-  fclose(f);
-  if (got < sizeof ident || memcmp(ident, ELFMAG, SELFMAG) != 0) return "not an ELF file";
-  if (ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
-    return "an ELF file of the other word size";
-  /* e_type follows e_ident, in the file's byte order. */
-  unsigned type = ident[EI_DATA] == ELFDATA2MSB ? (unsigned)ident[EI_NIDENT] << 8 | ident[EI_NIDENT + 1]
-                                                : (unsigned)ident[EI_NIDENT + 1] << 8 | ident[EI_NIDENT];
-  return type == ET_DYN ? NULL : "an ELF file but not a shared object";
-}
-
 /* The library to preload, as an absolute path in `out`; false (with a
- * message) when it does not exist or is no shared library. */
+ * message) when it does not exist, is no shared library, or has a path the
+ * loader would split (see preload.h: PROGRAM would silently run on glibc). */
 static bool resolve_library(const run_args_t *args, char *out, size_t size) {
   char wanted[PATH_MAX];
   if (args->lib)
@@ -122,14 +103,16 @@ static bool resolve_library(const run_args_t *args, char *out, size_t size) {
     snprintf(wanted, sizeof wanted, "%s/%s", tessera_self_dir(),
              args->secure ? "libtessera-secure.so" : "libtessera.so");
   char resolved[PATH_MAX];
-  if (access(wanted, R_OK) != 0 || realpath(wanted, resolved) == NULL) {
+  if (!preload_resolve(wanted, resolved, sizeof resolved)) {
     fprintf(stderr, "tessera run: cannot read the library %s: %s%s\n", wanted, strerror(errno),
             args->lib ? "" : " (build it first: make)");
     return false;
   }
-  const char *why = not_a_shared_object(resolved);
+  const char *why = preload_problem(resolved);
   if (why) {
-    fprintf(stderr, "tessera run: %s cannot be preloaded: %s\n", wanted, why);
+    fprintf(stderr, "tessera run: %s%s%s%s cannot be preloaded: %s\n", wanted,
+            strcmp(wanted, resolved) ? " (" : "", strcmp(wanted, resolved) ? resolved : "",
+            strcmp(wanted, resolved) ? ")" : "", why);
     return false;
   }
   snprintf(out, size, "%s", resolved);
