@@ -242,6 +242,12 @@ int cmd_run(int argc, char **argv) {
   run_args_t args;
   int rc = parse_run_args(argc, argv, &args);
   if (rc != 0) return rc;
+  if (args.secure && args.lib) {
+    /* Either would be silently ignored: say which library is meant. */
+    fprintf(stderr, "tessera run: --secure and --lib exclude each other (--secure preloads "
+            "libtessera-secure.so from next to this binary; --lib PATH preloads PATH)\n");
+    return 2;
+  }
   char library[PATH_MAX];
   if (args.help) {
     run_usage(stdout);

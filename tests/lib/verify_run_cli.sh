@@ -8,7 +8,7 @@
 # conformance program passes with --expect-tessera), exit statuses (the
 # program's, 128+signal, 127 for a missing program, 2 for usage errors),
 # --stats and --heap-report print at exit, --secure picks the hardened
-# library, a library whose path the loader would
+# library (and is refused with --lib), a library whose path the loader would
 # split (space, colon) is refused, and --help lists every libtessera option with its variable,
 # default and range, read from the library. Exit status: failed checks.
 set -u
@@ -78,6 +78,10 @@ for odd in "with space" "with:colon"; do
   rc=$?; [ $rc -eq 2 ] && [ ! -s "$work/out" ] && grep -qF "$work/$odd/libtessera.so cannot be preloaded" "$work/err"
   check "--lib '$odd/libtessera.so' -> 2, program not run" $? "got $rc, out '$(cat "$work/out")', err '$(cat "$work/err")'"
 done
+
+"$tessera" run --secure --lib "$dir/libtessera.so" -- sh -c 'echo ran' >"$work/out" 2>"$work/err"
+rc=$?; [ $rc -eq 2 ] && [ ! -s "$work/out" ] && grep -q -- "--secure and --lib exclude each other" "$work/err"
+check "--secure with --lib -> 2, program not run" $? "got $rc, err '$(cat "$work/err")'"
 
 # (A program that leaves by _exit, like dash's `exit`, or closes stderr
 # first, like coreutils, cannot show them: use one that returns from main.)
