@@ -26,6 +26,7 @@
  * when the results could not be read or written. */
 #define _GNU_SOURCE
 #include "commands.h"
+#include "preload.h"
 
 #include "bench_catalog.h"
 #include "bench_machine.h"
@@ -274,8 +275,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
           fprintf(stderr, "tessera bench: allocator name '%s' may only use letters, digits and _.+-\n", al->name);
           return -1;
         }
-        al->available = access(al->path, R_OK) == 0;
-        al->install_hint = "the file given with --allocator does not exist";
+        al->available = 1;  /* checked by check_custom_allocators */
       } else {
         fprintf(stderr, "tessera bench: unknown option %s\n", a);
         usage(stderr);
@@ -291,6 +291,30 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
     if (!runs_given) c->runs = 5;
     if (!scale_given) c->scale = 3.0;
     if (c->timeout_s == 120) c->timeout_s = 600;
+  }
+  return 0;
+}
+
+/* --allocator NAME=PATH: PATH must be what `tessera run` would preload (an
+ * ELF shared object, at a path the loader does not split), else the rows
+ * labelled NAME would really be glibc's. Stored as an absolute path. Returns
+ * 0, or -1 after a usage message. */
+static int check_custom_allocators(bench_config_t *c) {
+  for (size_t i = 0; i < c->n_custom; i++) {
+    bench_allocator_t *al = &c->custom[i];
+    char resolved[PATH_MAX];
+    if (!preload_resolve(al->path, resolved, sizeof resolved)) {
+      fprintf(stderr, "tessera bench: --allocator %s=%s: cannot read %s: %s\n", al->name, al->path, al->path,
+              strerror(errno));
+      return -1;
+    }
+    const char *why = preload_problem(resolved);
+    if (why) {
+      fprintf(stderr, "tessera bench: --allocator %s=%s: %s cannot be preloaded: %s\n", al->name, al->path,
+              resolved, why);
+      return -1;
+    }
+    snprintf(al->path, sizeof al->path, "%s", resolved);
   }
   return 0;
 }
@@ -340,6 +364,13 @@ static size_t choose_allocators(const bench_config_t *c, bench_allocator_t *out)
     if (!known[k].available) {
       add_note("allocator %s: %s not found; %s", known[k].name, known[k].path,
                known[k].install_hint ? known[k].install_hint : "");
+      continue;
+    }
+    /* A found library the loader would skip (libtessera.so in a build
+     * directory whose path has a space): its rows would be glibc's. */
+    const char *why = known[k].path[0] ? preload_problem(known[k].path) : NULL;
+    if (why) {
+      add_note("allocator %s: %s cannot be preloaded: %s", known[k].name, known[k].path, why);
       continue;
     }
     out[n++] = known[k];
@@ -854,6 +885,12 @@ static void on_interrupt(int sig) {
 int cmd_bench(int argc, char **argv) {
   bench_config_t c;
   if (parse_args(argc, argv, &c)) return 2;
+  if (c.from_dir && c.run_option) {
+    fprintf(stderr, "tessera bench: %s only shapes a run of the suite, and --from runs nothing "
+            "(with --from: --baseline, --metric, --no-charts)\n", c.run_option);
+    return 2;
+  }
+  if (check_custom_allocators(&c)) return 2;
   if (c.list) {
     list_everything(&c);
     return 0;
@@ -864,11 +901,6 @@ int cmd_bench(int argc, char **argv) {
     snprintf(command + used, sizeof command - used, " %s", argv[i]);
   }
   if (c.from_dir) {
-    if (c.run_option) {
-      fprintf(stderr, "tessera bench: %s only shapes a run of the suite, and --from runs nothing "
-              "(with --from: --baseline, --metric, --no-charts)\n", c.run_option);
-      return 2;
-    }
     /* The report names the command and date that measured (machine.txt);
      * the rebuild is a note. */
     char original[2048];

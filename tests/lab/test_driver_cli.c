@@ -398,6 +398,36 @@ static void test_bench(void) {
   CHECK(system(args) == 0);
 }
 
+/* `bench --allocator NAME=PATH` takes only what `tessera run` would preload:
+ * a file that is no shared library, a missing file or a path the loader
+ * splits is a usage error before anything runs (the rows labelled NAME
+ * would be glibc's). libtessera.so itself in such a directory is skipped. */
+static void test_bench_allocator(void) {
+  expect_usage_error("bench --allocator foo=/etc/passwd --list",
+                     "--allocator foo=/etc/passwd: /etc/passwd cannot be preloaded: not an ELF file");
+  expect_usage_error("bench --allocator foo=/nonexistent.so --workloads single --runs 1 --no-charts --out /tmp/x",
+                     "--allocator foo=/nonexistent.so: cannot read /nonexistent.so: No such file or directory");
+  if (!exists(TESSERA_BINARY_DIR "/libtessera.so") || !exists(TESSERA_BINARY_DIR "/bench/bench_single")) return;
+  char dir[] = "/tmp/tessera-alloc-XXXXXX", args[2048];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(args, sizeof args, "mkdir -p '%s/with space/bench' && cp " TESSERA " " TESSERA_BINARY_DIR
+           "/libtessera.so '%s/with space/' && cp " TESSERA_BINARY_DIR "/bench/bench_single '%s/with space/bench/'",
+           dir, dir, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "bench --allocator 'foo=%s/with space/libtessera.so' --list", dir);
+  expect_usage_error(args, "cannot be preloaded: its path contains a space or a colon");
+  /* The copy of tessera finds its libtessera.so next to itself, in 'with space/'. */
+  char prog[600];
+  snprintf(prog, sizeof prog, "'%s/with space/tessera'", dir);
+  snprintf(args, sizeof args, "bench --workloads single --allocators tessera --runs 1 --scale 0.01 --no-charts "
+           "--out %s/out", dir);
+  run_t *r = run_program(prog, args);
+  CHECK(r->status == 2 && strstr(r->out, "libtessera.so cannot be preloaded: its path contains a space") &&
+        strstr(r->err, "no allocator to run"));
+  snprintf(args, sizeof args, "rm -rf %s", dir);
+  CHECK(system(args) == 0);
+}
+
 /* `run --lib` with a file the loader would skip (it would then run the
  * program on the C library's malloc): exit 2, the file named. */
 static void test_run_lib(void) {
@@ -445,6 +475,7 @@ int main(void) {
   test_check_budget();
   test_gen();
   test_bench();
+  test_bench_allocator();
   test_run_lib();
   test_fit_options();
   if (failures) {
