@@ -39,6 +39,7 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -429,14 +430,39 @@ static void add_trace_files(bench_job_t *j, const char *dir) {
   }
 }
 
+/* Runs argv[0] (searched in PATH) with argv, no shell: paths from --out or
+ * the environment go through as they are, quotes and all. stdout and stderr
+ * go to log (appended when append, else truncated), or, with log NULL,
+ * stdout stays ours and stderr goes to /dev/null. Returns the exit status,
+ * 128 when killed by a signal, -1 when it could not be started. */
+static int run_command(char *const argv[], const char *log, int append) {
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa)) return -1;
+  int rc = log ? posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC),
+                                                  0644) ||
+                     posix_spawn_file_actions_adddup2(&fa, 1, 2)
+               : posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  extern char **environ;
+  fflush(stdout);
+  if (rc == 0) rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
 /* Without ../shared/traces the trace row replays what `tessera lab gen all`
  * writes (the lab's seeded stress patterns) into the results directory. */
 static void generate_traces(bench_job_t *j, const char *dir) {
-  char out[PATH_MAX + 32], cmd[3 * PATH_MAX], log[PATH_MAX + 32];
+  char out[PATH_MAX + 32], self[PATH_MAX + 16], log[PATH_MAX + 32];
   snprintf(out, sizeof out, "%s/generated-traces", dir);
   snprintf(log, sizeof log, "%s/generated-traces.log", dir);
-  snprintf(cmd, sizeof cmd, "'%s/tessera' lab gen -o '%s' all >'%s' 2>&1", tessera_self_dir(), out, log);
-  if (mkdir(out, 0755) == 0 && system(cmd) == 0) {
+  snprintf(self, sizeof self, "%s/tessera", tessera_self_dir());
+  char *argv[] = {self, "lab", "gen", "-o", out, "all", NULL};
+  if (mkdir(out, 0755) == 0 && run_command(argv, log, 0) == 0) {
     int before = j->argc;
     add_trace_files(j, out);
     if (j->argc > before) {
@@ -639,19 +665,12 @@ static void point_latest(const char *root, const char *stamp) {
   fprintf(stderr, "tessera bench: could not point %s at %s: %s\n", link, stamp, strerror(errno));
 }
 
-/* Runs a shell command with its output appended to log; returns its status. */
-static int run_logged(const char *command, const char *log) {
-  char buf[5 * PATH_MAX];
-  if (snprintf(buf, sizeof buf, "%s >>'%s' 2>&1", command, log) >= (int)sizeof buf) return -1;
-  int st = system(buf);
-  return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128);
-}
-
 /* Makes sure .venv has matplotlib; returns 0 and the interpreter path, or -1
  * with a one-line reason. Serialised with flock on plot.py so two suites
  * (the test and `make bench`) never build the venv at once. */
 static int ensure_matplotlib(const char *log, char *python, size_t len, char *why, size_t why_len) {
-  char venv[PATH_MAX], plot[PATH_MAX], cmd[3 * PATH_MAX];
+  char venv[PATH_MAX], plot[PATH_MAX];
+  char *import_matplotlib[] = {python, "-c", "import matplotlib", NULL};
   const char *env = getenv("TESSERA_BENCH_VENV");
   if (env && *env) snprintf(venv, sizeof venv, "%s", env);
   else snprintf(venv, sizeof venv, "%s/.venv", bench_source_dir());
@@ -667,29 +686,26 @@ static int ensure_matplotlib(const char *log, char *python, size_t len, char *wh
   }
   flock(lock, LOCK_EX);
   int rc = -1;
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import matplotlib' 2>/dev/null", python);
-  if (access(python, X_OK) == 0 && system(cmd) == 0) {
+  if (access(python, X_OK) == 0 && run_command(import_matplotlib, NULL, 0) == 0) {
     rc = 0;
     goto done;
   }
   printf("charts: installing matplotlib into %s (first run only; log: %s)\n", venv, log);
   fflush(stdout);
   if (access(python, X_OK) != 0) {
-    snprintf(cmd, sizeof cmd, "python3 -m venv '%s'", venv);
-    if (run_logged(cmd, log) != 0) {
+    char *make_venv[] = {"python3", "-m", "venv", venv, NULL};
+    if (run_command(make_venv, log, 1) != 0) {
       snprintf(why, why_len, "python3 -m venv failed (apt-get install python3-venv); see %s", log);
       goto done;
     }
   }
-  snprintf(cmd, sizeof cmd,
-           "'%s' -m pip install --disable-pip-version-check --quiet --timeout 30 --retries 2 matplotlib",
-           python);
-  if (run_logged(cmd, log) != 0) {
+  char *pip_install[] = {python, "-m", "pip", "install", "--disable-pip-version-check", "--quiet", "--timeout", "30",
+                         "--retries", "2", "matplotlib", NULL};
+  if (run_command(pip_install, log, 1) != 0) {
     snprintf(why, why_len, "pip could not install matplotlib (is PyPI reachable?); see %s", log);
     goto done;
   }
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import matplotlib' 2>/dev/null", python);
-  if (system(cmd) != 0) {
+  if (run_command(import_matplotlib, NULL, 0) != 0) {
     snprintf(why, why_len, "matplotlib installed but does not import; see %s", log);
     goto done;
   }
@@ -718,10 +734,11 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
     printf("charts skipped: %s (CSV, JSON and Markdown are still written)\n", why);
     if (note) fprintf(note, "skipped: matplotlib unavailable: %s\n", why);
   } else {
-    char cmd[4 * PATH_MAX];
-    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/plot.py' --baseline '%s' --metric %s '%s'", python, bench_source_dir(),
-             baseline, bench_metric_name(metric), dir);
-    int st = run_logged(cmd, log);
+    char plot[PATH_MAX + 16];
+    snprintf(plot, sizeof plot, "%s/bench/plot.py", bench_source_dir());
+    char *argv[] = {python, plot, "--baseline", (char *)baseline, "--metric", (char *)bench_metric_name(metric),
+                    (char *)dir, NULL};
+    int st = run_command(argv, log, 1);
     if (st != 0) {
       printf("charts: bench/plot.py failed (status %d); see %s\n", st, log);
       if (note) fprintf(note, "failed: plot.py exited with %d\n", st);
