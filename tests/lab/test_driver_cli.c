@@ -139,6 +139,28 @@ static void test_broken_traces(void) {
   CHECK(strstr(r->err, "truncated.rep:9: file ends after 4 of the 6 requests") != NULL);
 }
 
+/* Only regular files are read: /dev/zero or a FIFO would be read without
+ * end (timeout stops the command if they are not refused), and a NUL byte in
+ * the first block read stops the reading there, even after the requests. */
+static void test_not_a_text_file(void) {
+  run_t *r = run_program("timeout 20 " TESSERA, "lab --check-only /dev/zero");
+  CHECK(r->status == 2 && !strcmp(r->err, "/dev/zero: not a regular file (a character device)\n"));
+  char dir[] = "/tmp/tessera-notfile-XXXXXX", args[600], want[600];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(args, sizeof args, "mkfifo %s/fifo.rep && printf '1\\n1\\n1\\n1\\na 0 8\\n\\0\\n' >%s/nul.rep", dir, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "lab --check-only %s/fifo.rep", dir);
+  r = run_program("timeout 20 " TESSERA, args);
+  snprintf(want, sizeof want, "%s/fifo.rep: not a regular file (a pipe)\n", dir);
+  CHECK(r->status == 2 && !strcmp(r->err, want));
+  snprintf(args, sizeof args, "lab --check-only %s/nul.rep", dir);
+  r = run(args);
+  snprintf(want, sizeof want, "%s/nul.rep:6: unexpected byte 0x00 in column 1\n", dir);
+  CHECK(r->status == 2 && !strcmp(r->err, want) && r->out[0] == '\0');
+  snprintf(args, sizeof args, "rm -rf %s", dir);
+  CHECK(system(args) == 0);
+}
+
 static void test_usage_errors(void) {
   static const char *const bad[] = {
     "lab --no-such-option", "lab --align 12", "lab --policy no-such-policy",
@@ -468,6 +490,7 @@ int main(void) {
     return 1;
   }
   test_broken_traces();
+  test_not_a_text_file();
   test_usage_errors();
   test_csv();
   test_outputs();
