@@ -7,11 +7,15 @@
 
 #include "my_malloc.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* --iters cap: the largest default is 60,000; a billion is hours already. */
+#define FIT_MAX_ITERS 1000000000L
 
 static unsigned long sampled_segment, sampled_free;
 static int sampled, sampled_valid = 1;
@@ -65,13 +69,18 @@ void fit_bench_init(fit_bench_t *fb, const char *workload, long default_iters, i
     } else if (strcmp(argv[i], "--iters") == 0) {
       const char *v = option_value(argc, argv, &i, "--iters needs a positive integer");
       char *end;
+      errno = 0;
       fb->iters = strtol(v, &end, 10);
-      if (end == v || *end || fb->iters <= 0) usage(argv[0], "--iters needs a positive integer");
+      /* errno: 99999999999999999999 clamps to LONG_MAX (ERANGE), which
+       * would run for ever; a leading blank or sign is no integer either. */
+      if (!(v[0] >= '0' && v[0] <= '9') || *end || errno || fb->iters <= 0 || fb->iters > FIT_MAX_ITERS)
+        usage(argv[0], "--iters needs a positive integer, at most 1000000000");
     } else if (strcmp(argv[i], "--seed") == 0) {
       const char *v = option_value(argc, argv, &i, "--seed needs an integer from 0 to 4294967295");
       char *end;
+      errno = 0;
       unsigned long seed = strtoul(v, &end, 10);
-      if (end == v || *end || v[0] == '-' || seed > 0xffffffffUL) usage(argv[0], "--seed needs an integer from 0 to 4294967295");
+      if (!(v[0] >= '0' && v[0] <= '9') || *end || errno || seed > 0xffffffffUL) usage(argv[0], "--seed needs an integer from 0 to 4294967295");
       fb->seed = (unsigned)seed;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       print_usage(stdout, argv[0]);  /* asked for: not an error */

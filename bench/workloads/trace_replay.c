@@ -75,7 +75,8 @@ static long replay(const trace_t *t, unsigned char **ptr, size_t *size) {
 }
 
 int main(int argc, char **argv) {
-  wl_options_t o = wl_parse(argc, argv, "traces: replay malloc-lab trace files through the real malloc/free/realloc");
+  wl_options_t o = wl_parse_ex(argc, argv, "traces: replay malloc-lab trace files through the real malloc/free/realloc",
+                               NULL, -1);
   if (o.argc < 1) {
     fprintf(stderr, "trace_replay: give one or more trace files\n");
     return 2;

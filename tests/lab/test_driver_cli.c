@@ -480,6 +480,16 @@ static void test_fit_options(void) {
   CHECK(r->status == 2 && strstr(r->err, "--impl needs a value: ff, bf or malloc"));
   r = run_program(fit, "--iters");
   CHECK(r->status == 2 && strstr(r->err, "--iters needs a positive integer"));
+  /* Past a long (strtol clamps to LONG_MAX: it ran for ever), a leading
+   * blank or sign: refused. */
+  char bounded[600];  /* without the check it would never end */
+  snprintf(bounded, sizeof bounded, "timeout 20 %s", fit);
+  r = run_program(bounded, "--iters 99999999999999999999");
+  CHECK(r->status == 2 && strstr(r->err, "--iters needs a positive integer, at most 1000000000"));
+  r = run_program(fit, "--iters ' 5'");
+  CHECK(r->status == 2 && strstr(r->err, "--iters needs a positive integer"));
+  r = run_program(fit, "--seed ' -1'");
+  CHECK(r->status == 2 && strstr(r->err, "--seed needs an integer"));
   r = run_program(fit, "--frobnicate");
   CHECK(r->status == 2 && strstr(r->err, "unknown option"));
 }
