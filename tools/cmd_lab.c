@@ -120,7 +120,8 @@ static void gen_usage(FILE *out) {
 static int parse_bytes(const char *s, uint64_t *out) {
   char *end;
   errno = 0;
-  if (!s || !*s || *s == '-') return -1;
+  /* strtoull skips blanks and takes a sign (' -3' is 2^64-3): digits only. */
+  if (!s || *s < '0' || *s > '9') return -1;
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || end == s) return -1;
   unsigned shift = 0;
@@ -141,7 +142,7 @@ static int parse_bytes(const char *s, uint64_t *out) {
 static int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
   char *end;
   errno = 0;
-  if (!s || !*s || *s == '-') return -1;
+  if (!s || *s < '0' || *s > '9') return -1;  /* as in parse_bytes: no blank, no sign */
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end || end == s || v < min || v > max) return -1;
   *out = v;
@@ -690,6 +691,12 @@ static int add_policy_names(lab_args_t *a, char *list) {
   for (char *name = list; name;) {
     char *comma = strchr(name, ',');
     if (comma) *comma++ = '\0';
+    /* Twice the same policy would run it twice, side by side with itself. */
+    for (size_t i = 0; i < a->n_policy_names; i++)
+      if (!strcmp(a->policy_names[i], name)) {
+        fprintf(stderr, "tessera lab: --policy: '%s' is named twice\n", name);
+        return -1;
+      }
     const char **names = realloc(a->policy_names, (a->n_policy_names + 1) * sizeof *names);
     if (!names) return -1;
     a->policy_names = names;

@@ -185,6 +185,17 @@ static void test_usage_errors(void) {
   expect_usage_error("lab --check-only --policy , " TRACES "/good", "--policy ',': empty policy name");
   expect_usage_error("lab --check-only --policy implicit-first,,tree-best " TRACES "/good",
                      "empty policy name");
+  /* A policy named twice (in one list or two --policy) is refused. */
+  expect_usage_error("lab --check-only --policy tree-best,tree-best " TRACES "/good",
+                     "--policy: 'tree-best' is named twice");
+  expect_usage_error("lab --check-only --policy tree-best --policy implicit-first,tree-best " TRACES "/good",
+                     "--policy: 'tree-best' is named twice");
+  /* Counts and sizes are digits: no blank, no sign (' -3' was 2^64-3). */
+  expect_usage_error("lab gen mix --seed ' -3' -o /dev/null", "bad value ' -3' for --seed");
+  expect_usage_error("lab gen mix --seed +3 -o /dev/null", "bad value '+3' for --seed");
+  expect_usage_error("lab gen mix --ops ' 100' -o /dev/null", "bad value ' 100' for --ops");
+  expect_usage_error("lab --runs ' 2' " TRACES "/good", "--runs needs a count from 1 to 64");
+  expect_usage_error("lab --heap-cap ' -1M' " TRACES "/good", "--heap-cap needs a size from 4K to 64T");
   r = run("lab --check-only --csv --policy implicit-first,tree-best " TRACES "/good/classic-small.rep");
   CHECK(r->status == 0 && strstr(r->out, "\nimplicit-first,classic-small.rep,yes,") &&
         strstr(r->out, "\ntree-best,classic-small.rep,yes,"));
