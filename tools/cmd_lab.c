@@ -5,7 +5,8 @@
  * the four output forms (table, --compare table, --csv, --json); the replay
  * and the metrics are lab/driver.c's, the parsing lab/trace.c's and the
  * generator (`tessera lab gen`) lab/tracegen.c's.
- * Exit status: 0 every run valid, 1 some run invalid, 2 usage or input error.
+ * Exit status: 0 every run valid, 1 some run invalid, 2 usage or input error
+ * (or results that could not be written to standard output).
  * Called from the dispatcher in tools/tessera.c. */
 #include <dirent.h>
 #include <errno.h>
@@ -91,7 +92,8 @@ static void lab_usage(FILE *out) {
     "live payload, contents preserved across realloc; a NULL return is an error (out\n"
     "of memory when the heap cap is reached). Any error makes the perf index 0.\n"
     "perf index = 100 x (0.6 util + 0.4 min(1, Kops / reference)).\n"
-    "Exit status: 0 all runs valid, 1 some run invalid, 2 usage or input error.\n",
+    "Exit status: 0 all runs valid, 1 some run invalid, 2 usage or input error (or\n"
+    "standard output could not be written).\n",
     DEMO_SEED, DEFAULT_RUNS);
 }
 
@@ -803,6 +805,15 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
   return 0;
 }
 
+/* The results are the point: output lost on a full disk or a closed pipe is
+ * an error (as in `lab gen`), not a silent success. Returns 0 when all of
+ * standard output was written. */
+static int stdout_written(void) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+  fprintf(stderr, "tessera lab: cannot write the results to standard output: %s\n", strerror(errno));
+  return -1;
+}
+
 static void list_policies(void) {
   const lab_policy_t *def = lab_policy_default();
   for (const lab_policy_t *const *p = lab_policies(); *p; p++)
@@ -836,7 +847,7 @@ int cmd_lab(int argc, char **argv) {
   if (a.list_policies) {
     list_policies();
     free(a.policy_names);
-    return 0;
+    return stdout_written() ? 2 : 0;
   }
 
   /* Policies to run, in the order asked (registry order for --compare). */
@@ -936,7 +947,7 @@ int cmd_lab(int argc, char **argv) {
     else print_compare(runs, n_chosen, &traces, ref);
     break;
   }
-  status = all_valid ? 0 : 1;
+  status = stdout_written() ? 2 : all_valid ? 0 : 1;
 
 out:
   if (runs)

@@ -202,6 +202,22 @@ static void test_usage_errors(void) {
 }
 
 /* A folder named like a trace is skipped when a directory is scanned. */
+/* Results that cannot be written are an error, not a success. */
+static void test_output_lost(void) {
+  if (access("/dev/full", W_OK) != 0) return;
+  static const char *const args[] = {"--csv --check-only " TRACES "/good/classic-small.rep", "--list-policies"};
+  for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "out=$(%s lab %s 2>&1 >/dev/full); rc=$?; [ $rc -eq 2 ] && "
+             "echo \"$out\" | grep -q 'tessera lab: cannot write the results to standard output: No space left'",
+             TESSERA, args[i]);
+    if (system(cmd) != 0) {
+      fprintf(stderr, "'lab %s >/dev/full': expected exit 2 and a message\n", args[i]);
+      failures++;
+    }
+  }
+}
+
 static void test_dir_scan(void) {
   char dir[] = "/tmp/tessera-scan-XXXXXX", args[512];
   CHECK(mkdtemp(dir) != NULL);
@@ -516,6 +532,7 @@ int main(void) {
   test_csv();
   test_outputs();
   test_dir_scan();
+  test_output_lost();
   test_check_budget();
   test_gen();
   test_bench();
