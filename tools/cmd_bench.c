@@ -213,6 +213,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
   c->baseline = "system";
   c->out_root = "bench-results";
   int runs_given = 0, scale_given = 0;
+  const char *size_option = NULL;  /* --quick or --full, whichever came first */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -221,10 +222,13 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       exit(0);
-    } else if (!strcmp(a, "--quick")) {
-      c->quick = 1;
-    } else if (!strcmp(a, "--full")) {
-      c->quick = -1;
+    } else if (!strcmp(a, "--quick") || !strcmp(a, "--full")) {
+      if (size_option && strcmp(size_option, a)) {
+        fprintf(stderr, "tessera bench: --quick and --full exclude each other\n");
+        return -1;
+      }
+      size_option = a;
+      c->quick = !strcmp(a, "--quick") ? 1 : -1;
     } else if (!strcmp(a, "--list")) {
       c->list = 1;
     } else if (!strcmp(a, "--no-charts")) {
@@ -283,6 +287,11 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
         return -1;
       }
     }
+  }
+  if (c->from_dir && c->list) {
+    /* --list would print the catalog and ignore --from. */
+    fprintf(stderr, "tessera bench: --list and --from exclude each other\n");
+    return -1;
   }
   if (c->quick == 1) {
     if (!runs_given) c->runs = 1;
@@ -802,6 +811,12 @@ static int write_reports(const char *dir, const char *command, const char *basel
   size_t n;
   if (bench_csv_read(path, &recs, &n, err, sizeof err)) {
     fprintf(stderr, "tessera bench: %s\n", err);
+    return 1;
+  }
+  if (rebuilding && n == 0) {
+    /* An empty table under exit 0 would look like a report. */
+    fprintf(stderr, "tessera bench: %s has no results (a header and no record)\n", path);
+    free(recs);
     return 1;
   }
   bench_table_t table;

@@ -444,6 +444,25 @@ static void test_bench(void) {
   CHECK(r->status == 0 && exists(report) && exists(json));
   snprintf(args, sizeof args, "grep -q '\"baseline\": \"tessera\"' %s", json);
   CHECK(system(args) == 0);
+  /* Options that contradict each other are refused, not last-one-wins. */
+  snprintf(args, sizeof args, "bench --from %s --list", dir);
+  expect_usage_error(args, "--list and --from exclude each other");
+  expect_usage_error("bench --quick --full --list", "--quick and --full exclude each other");
+  expect_usage_error("bench --full --workloads single --quick --list", "--quick and --full exclude each other");
+  /* A header and no record is no report; a directory named results.csv is
+   * named as one (it was "empty file (no header)"). Exit 1, nothing written. */
+  snprintf(args, sizeof args, "rm -f %s/report.md %s/results.json && head -n 1 %s/results.csv >%s/h && mv %s/h %s/results.csv",
+           dir, dir, dir, dir, dir, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "bench --from %s --no-charts", dir);
+  r = run(args);
+  CHECK(r->status == 1 && strstr(r->err, "results.csv has no results (a header and no record)"));
+  CHECK(!exists(report) && !exists(json));
+  snprintf(args, sizeof args, "rm %s/results.csv && mkdir %s/results.csv", dir, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "bench --from %s --no-charts", dir);
+  r = run(args);
+  CHECK(r->status == 1 && strstr(r->err, "results.csv: a directory, not a results file"));
   snprintf(args, sizeof args, "rm -rf %s", dir);
   CHECK(system(args) == 0);
 }
