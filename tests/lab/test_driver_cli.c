@@ -539,6 +539,15 @@ static void test_fit_options(void) {
   CHECK(r->status == 2 && strstr(r->err, "--seed needs an integer"));
   r = run_program(fit, "--frobnicate");
   CHECK(r->status == 2 && strstr(r->err, "unknown option"));
+
+  /* fit_matrix.sh: an option without its value, or no workload at all. */
+  const char *matrix = "sh " TESSERA_BINARY_DIR "/bench/fit_matrix.sh";
+  r = run_program(matrix, "--bin");
+  CHECK(r->status == 2 && strstr(r->err, "fit_matrix.sh: --bin needs a value") && r->out[0] == '\0');
+  r = run_program(matrix, "--workloads");
+  CHECK(r->status == 2 && strstr(r->err, "fit_matrix.sh: --workloads needs a value"));
+  r = run_program(matrix, "--workloads ''");
+  CHECK(r->status == 2 && strstr(r->err, "--workloads needs at least one of") && r->out[0] == '\0');
 }
 
 int main(void) {
