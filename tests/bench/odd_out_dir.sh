@@ -1,13 +1,14 @@
 #!/bin/sh
 # bench.odd_out_dir: `tessera bench` starts its helper programs without a
-# shell, so an --out directory (or a TESSERA_BENCH_VENV) with an apostrophe,
-# a space or shell syntax in its name is only a name: `lab gen` writes the
-# generated traces there, and python3 -m venv, pip, the matplotlib check and
-# bench/plot.py get those paths intact. The cheapest run that reaches all of
-# them: the trace row on generated traces (no ../shared/traces), the system
-# allocator, one run, charts on. python3 is a stand-in found first in PATH
-# that makes a stand-in venv whose python records its arguments, so no
-# network and no matplotlib are needed.
+# shell, so an --out directory, a TESSERA_BENCH_VENV or a TESSERA_SOURCE_DIR
+# with an apostrophe, a space or shell syntax in its name is only a name:
+# `lab gen` writes the generated traces there, and python3 -m venv, pip, the
+# matplotlib check, bench/plot.py and git describe (machine.txt) get those
+# paths intact. The cheapest run that reaches all of them: the trace row on
+# generated traces (no ../shared/traces), the system allocator, one run,
+# charts on. python3 is a stand-in found first in PATH that makes a stand-in
+# venv whose python records its arguments, so no network and no matplotlib
+# are needed.
 #
 #   odd_out_dir.sh TESSERA
 set -u
@@ -39,9 +40,15 @@ EOF2
 chmod +x "$work/fake-python" "$work/fakebin/python3"
 
 venv="$work/v'env \$(touch PWNED)"
+# A source tree (TESSERA_SOURCE_DIR) of that kind too: machine.txt records
+# its git revision, plot.py is taken from it.
+src="$work/s'rc; touch PWNED; '"
+mkdir -p "$src/bench" && : >"$src/bench/plot.py"
+git -C "$src" init -q && git -C "$src" add bench/plot.py &&
+  git -C "$src" -c user.name=t -c user.email=t@t commit -qm t || fail "cannot make a git tree in $src"
 out="$work/it's a dir'; touch PWNED; echo '"
 cd "$work" || exit 1
-TESSERA_TRACES_DIR=/nonexistent TESSERA_BENCH_VENV="$venv" PATH="$work/fakebin:$PATH" \
+TESSERA_TRACES_DIR=/nonexistent TESSERA_BENCH_VENV="$venv" TESSERA_SOURCE_DIR="$src" PATH="$work/fakebin:$PATH" \
   "$tessera" bench --workloads traces --allocators system --runs 1 --scale 0.01 --out "$out" >"$work/log" 2>&1
 rc=$?
 cat "$work/log"
@@ -56,6 +63,10 @@ grep -qxF "venv $venv" "$venv/calls" 2>/dev/null || fail "python3 -m venv did no
 grep -q "^pip -m pip install .* matplotlib$" "$venv/calls" 2>/dev/null || fail "pip install not run"
 [ "$(tail -n 1 "$venv/plot-args" 2>/dev/null)" = "$run_dir" ] ||
   fail "plot.py's directory: '$(tail -n 1 "$venv/plot-args" 2>/dev/null)', want '$run_dir'"
+[ "$(sed -n 1p "$venv/plot-args" 2>/dev/null)" = "$src/bench/plot.py" ] ||
+  fail "plot.py: '$(sed -n 1p "$venv/plot-args" 2>/dev/null)', want '$src/bench/plot.py'"
+grep -qx "commit: $(git -C "$src" rev-parse --short HEAD)" "$run_dir/machine.txt" 2>/dev/null ||
+  fail "machine.txt: $(grep '^commit:' "$run_dir/machine.txt" 2>/dev/null), want $(git -C "$src" rev-parse --short HEAD)"
 grep -qx 'drawn: time_ratios.png' "$run_dir/charts.txt" 2>/dev/null ||
   fail "charts.txt: $(cat "$run_dir/charts.txt" 2>/dev/null)"
 echo "bench.odd_out_dir: $failures failure(s)"
