@@ -120,8 +120,10 @@ void fit_bench_start(fit_bench_t *fb) {
   fb->start = fit_bench_now();
 }
 
-/* Is malloc glibc's? Then mallinfo2 moves when we allocate. */
-static int malloc_is_glibc(void) {
+/* Does mallinfo2 describe the malloc in use? glibc's does, and so does a
+ * preloaded allocator that answers mallinfo2 itself (libtessera); one that
+ * leaves glibc's in place (mimalloc) would report glibc's idle heap. */
+static int mallinfo2_follows_malloc(void) {
   struct mallinfo2 before = mallinfo2();
   void *p = malloc(4000);
   struct mallinfo2 after = mallinfo2();
@@ -145,7 +147,7 @@ void fit_bench_finish(fit_bench_t *fb) {
   end_time = fit_bench_now();
   cpu_end = cpu_now();
   if (!sampled) fit_bench_sample(fb);
-  if (fb->alloc == malloc_plain && !malloc_is_glibc()) sampled_valid = 0;
+  if (fb->alloc == malloc_plain && !mallinfo2_follows_malloc()) sampled_valid = 0;
   double t = end_time - fb->start;
   char frag[32] = "n/a";
   if (sampled_valid && sampled_segment > 0)

@@ -540,6 +540,24 @@ static void test_fit_options(void) {
   r = run_program(fit, "--frobnicate");
   CHECK(r->status == 2 && strstr(r->err, "unknown option"));
 
+  /* --impl malloc's fragmentation (docs/LAB.md): a figure when mallinfo2
+   * follows the malloc in use (glibc's; libtessera's, preloaded, answers
+   * for its own heap), n/a when it does not (mimalloc leaves glibc's). */
+  char preloaded[600];
+  r = run_program(fit, "--impl malloc --iters 4");
+  CHECK(r->status == 0 && strstr(r->out, " fragmentation=0.") != NULL);
+  if (exists(TESSERA_BINARY_DIR "/libtessera.so")) {
+    snprintf(preloaded, sizeof preloaded, "LD_PRELOAD=%s/libtessera.so %s", TESSERA_BINARY_DIR, fit);
+    r = run_program(preloaded, "--impl malloc --iters 4");
+    CHECK(r->status == 0 && strstr(r->out, " fragmentation=0.") != NULL);
+  }
+  const char *mimalloc = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2";
+  if (exists(mimalloc)) {
+    snprintf(preloaded, sizeof preloaded, "LD_PRELOAD=%s %s", mimalloc, fit);
+    r = run_program(preloaded, "--impl malloc --iters 4");
+    CHECK(r->status == 0 && strstr(r->out, " fragmentation=n/a ") != NULL);
+  }
+
   /* fit_matrix.sh: an option without its value, or no workload at all. */
   const char *matrix = "sh " TESSERA_BINARY_DIR "/bench/fit_matrix.sh";
   r = run_program(matrix, "--bin");
