@@ -125,10 +125,11 @@ static void usage(FILE *out) {
           "every installed peer (jemalloc, tcmalloc, mimalloc).\n"
           "\n"
           "  --quick              smoke run: 1 run, small sizes, 1x-cores threads (< 1 min)\n"
-          "  --full               5 runs, 3x the default sizes\n"
+          "  --full               5 runs, 3x the default sizes (not with --quick)\n"
           "  --runs N             runs of every (workload, allocator) pair (default 3)\n"
           "  --allocators a,b,c   allocators to compare (default: all available)\n"
           "  --allocator NAME=SO  add (or replace) an allocator given by its shared object\n"
+          "                       (an ELF shared object at a path without spaces or colons)\n"
           "  --baseline NAME      ratios are against this allocator (default: system)\n"
           "  --workloads x,y      workloads or groups to run (see --list; default: all)\n"
           "  --threads N,M        thread counts for multi-threaded workloads\n"
@@ -142,7 +143,8 @@ static void usage(FILE *out) {
           "                       it only --baseline, --metric and --no-charts apply\n"
           "  --metric M           time the ratios compare: work (the workload's measured\n"
           "                       region, else wall; default), wall, or cpu (user+sys)\n"
-          "  --list               list workloads, allocators and trace sets\n");
+          "  --list               list workloads, allocators and trace sets (not with --from)\n"
+          "Environment: TESSERA_TRACES_DIR, TESSERA_SOURCE_DIR, TESSERA_BENCH_VENV (docs/USAGE.md)\n");
 }
 
 /* ---- option parsing ---------------------------------------------------- */

@@ -6,8 +6,9 @@
  * front of LD_PRELOAD, sets the libtessera environment options the flags ask
  * for, forks, execs PROGRAM (searched in PATH) and waits. The exit status is
  * PROGRAM's, or 128+N when a signal N killed it (as a shell reports it);
- * 127/126 when PROGRAM cannot be found/executed, 2 for a usage error or a
- * library that is missing or not an ELF shared object.
+ * 127/126 when PROGRAM cannot be found/executed, 2 for a usage error
+ * (--secure with --lib included) or a library that is missing, not an ELF
+ * shared object, or at a path with a space or a colon (tools/preload.c).
  *
  * `--help` lists libtessera's options. The list is not written here: it is
  * read at run time from the library itself by dlopen'ing it and calling
@@ -54,7 +55,7 @@ static void run_usage(FILE *out) {
           "Options:\n"
           "  --stats        print libtessera's statistics to stderr at exit (sets TESSERA_SHOW_STATS=1)\n"
           "  --heap-report  print a per-size-class occupancy summary at exit (sets TESSERA_HEAP_REPORT=1)\n"
-          "  --secure       preload the hardened build, libtessera-secure.so\n"
+          "  --secure       preload the hardened build, libtessera-secure.so (not with --lib)\n"
           "  --lib PATH     preload PATH instead of the libtessera.so next to this binary\n"
           "  --help         show this text and libtessera's options\n");
 }
