@@ -380,6 +380,15 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
     uint32_t s = op->slot;
     void *old = d->ptr[s];
     uint64_t old_size = d->size[s];
+    /* More than the whole cap can never fit: said up front, naming the
+     * request, before a policy grows the heap towards the cap in pieces
+     * (the "heap cannot grow" message would then quote that heap). */
+    if (op->kind != TRACE_OP_FREE && !driver_is_system(pol) && op->size > mem_cap()) {
+      out->out_of_memory = true;
+      rc = op_error(out, t, i, "out of memory: a request of %llu bytes is larger than the whole heap "
+                    "cap of %zu bytes (--heap-cap)", (unsigned long long)op->size, mem_cap());
+      break;
+    }
     switch (op->kind) {
     case TRACE_OP_ALLOC: {
       void *p = pol->malloc(op->size);

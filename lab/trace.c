@@ -9,10 +9,13 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Largest request size accepted: far above any simulated heap, yet small
  * enough that `size + header` arithmetic in a policy cannot wrap. */
@@ -395,9 +398,24 @@ done:
 int trace_load(const char *path, trace_t *t, trace_error_t *err) {
   memset(t, 0, sizeof *t);
   memset(err, 0, sizeof *err);
-  FILE *f = fopen(path, "rb");
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
+   * below); on a regular file it changes nothing. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
   if (!f) {
     snprintf(err->msg, sizeof err->msg, "%s: cannot open: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  /* Only a regular file has an end: /dev/zero, a FIFO or a terminal would be
+   * read without limit. */
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err->msg, sizeof err->msg, "%s: not a regular file (%s)", path,
+             S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device"
+             : S_ISBLK(st.st_mode) ? "a block device" : S_ISFIFO(st.st_mode) ? "a pipe"
+             : S_ISSOCK(st.st_mode) ? "a socket" : "not a trace");
+    fclose(f);
     return -1;
   }
   char *buf = NULL;
@@ -415,6 +433,21 @@ int trace_load(const char *path, trace_t *t, trace_error_t *err) {
       buf = nb;
     }
     size_t got = fread(buf + len, 1, cap - len, f);
+    /* A NUL in the first block: a binary (or sparse, possibly huge) file,
+     * refused before the rest is read, as the parser would refuse it. */
+    const char *nul = len == 0 ? memchr(buf, '\0', got) : NULL;
+    if (nul) {
+      uint32_t line = 1;
+      const char *bol = buf;
+      for (const char *c = buf; c < nul; c++)
+        if (*c == '\n') line++, bol = c + 1;
+      snprintf(err->msg, sizeof err->msg, "%s:%u: unexpected byte 0x00 in column %zu", path, line,
+               (size_t)(nul - bol) + 1);
+      err->line = line;
+      free(buf);
+      fclose(f);
+      return -1;
+    }
     len += got;
     if (got == 0) break;
   }

@@ -83,7 +83,9 @@ int trace_parse_buffer(const char *name, const char *buf, size_t len,
                        trace_t *trace, trace_error_t *err);
 
 /* Read and parse a file; errors (including I/O) come back as for
- * trace_parse_buffer, naming the path. */
+ * trace_parse_buffer, naming the path. Only a regular file is read (not
+ * /dev/zero, a FIFO, a directory), and a NUL byte in the first 64 KiB stops
+ * the reading at once ("path:line: unexpected byte 0x00 ..."). */
 int trace_load(const char *path, trace_t *trace, trace_error_t *err);
 
 void trace_free(trace_t *trace);

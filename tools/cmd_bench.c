@@ -26,6 +26,7 @@
  * when the results could not be read or written. */
 #define _GNU_SOURCE
 #include "commands.h"
+#include "preload.h"
 
 #include "bench_catalog.h"
 #include "bench_machine.h"
@@ -38,6 +39,7 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,10 +125,11 @@ static void usage(FILE *out) {
           "every installed peer (jemalloc, tcmalloc, mimalloc).\n"
           "\n"
           "  --quick              smoke run: 1 run, small sizes, 1x-cores threads (< 1 min)\n"
-          "  --full               5 runs, 3x the default sizes\n"
+          "  --full               5 runs, 3x the default sizes (not with --quick)\n"
           "  --runs N             runs of every (workload, allocator) pair (default 3)\n"
           "  --allocators a,b,c   allocators to compare (default: all available)\n"
           "  --allocator NAME=SO  add (or replace) an allocator given by its shared object\n"
+          "                       (an ELF shared object at a path without spaces or colons)\n"
           "  --baseline NAME      ratios are against this allocator (default: system)\n"
           "  --workloads x,y      workloads or groups to run (see --list; default: all)\n"
           "  --threads N,M        thread counts for multi-threaded workloads\n"
@@ -140,7 +143,8 @@ static void usage(FILE *out) {
           "                       it only --baseline, --metric and --no-charts apply\n"
           "  --metric M           time the ratios compare: work (the workload's measured\n"
           "                       region, else wall; default), wall, or cpu (user+sys)\n"
-          "  --list               list workloads, allocators and trace sets\n");
+          "  --list               list workloads, allocators and trace sets (not with --from)\n"
+          "Environment: TESSERA_TRACES_DIR, TESSERA_SOURCE_DIR, TESSERA_BENCH_VENV (docs/USAGE.md)\n");
 }
 
 /* ---- option parsing ---------------------------------------------------- */
@@ -211,6 +215,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
   c->baseline = "system";
   c->out_root = "bench-results";
   int runs_given = 0, scale_given = 0;
+  const char *size_option = NULL;  /* --quick or --full, whichever came first */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -219,10 +224,13 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       exit(0);
-    } else if (!strcmp(a, "--quick")) {
-      c->quick = 1;
-    } else if (!strcmp(a, "--full")) {
-      c->quick = -1;
+    } else if (!strcmp(a, "--quick") || !strcmp(a, "--full")) {
+      if (size_option && strcmp(size_option, a)) {
+        fprintf(stderr, "tessera bench: --quick and --full exclude each other\n");
+        return -1;
+      }
+      size_option = a;
+      c->quick = !strcmp(a, "--quick") ? 1 : -1;
     } else if (!strcmp(a, "--list")) {
       c->list = 1;
     } else if (!strcmp(a, "--no-charts")) {
@@ -274,14 +282,18 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
           fprintf(stderr, "tessera bench: allocator name '%s' may only use letters, digits and _.+-\n", al->name);
           return -1;
         }
-        al->available = access(al->path, R_OK) == 0;
-        al->install_hint = "the file given with --allocator does not exist";
+        al->available = 1;  /* checked by check_custom_allocators */
       } else {
         fprintf(stderr, "tessera bench: unknown option %s\n", a);
         usage(stderr);
         return -1;
       }
     }
+  }
+  if (c->from_dir && c->list) {
+    /* --list would print the catalog and ignore --from. */
+    fprintf(stderr, "tessera bench: --list and --from exclude each other\n");
+    return -1;
   }
   if (c->quick == 1) {
     if (!runs_given) c->runs = 1;
@@ -291,6 +303,30 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
     if (!runs_given) c->runs = 5;
     if (!scale_given) c->scale = 3.0;
     if (c->timeout_s == 120) c->timeout_s = 600;
+  }
+  return 0;
+}
+
+/* --allocator NAME=PATH: PATH must be what `tessera run` would preload (an
+ * ELF shared object, at a path the loader does not split), else the rows
+ * labelled NAME would really be glibc's. Stored as an absolute path. Returns
+ * 0, or -1 after a usage message. */
+static int check_custom_allocators(bench_config_t *c) {
+  for (size_t i = 0; i < c->n_custom; i++) {
+    bench_allocator_t *al = &c->custom[i];
+    char resolved[PATH_MAX];
+    if (!preload_resolve(al->path, resolved, sizeof resolved)) {
+      fprintf(stderr, "tessera bench: --allocator %s=%s: cannot read %s: %s\n", al->name, al->path, al->path,
+              strerror(errno));
+      return -1;
+    }
+    const char *why = preload_problem(resolved);
+    if (why) {
+      fprintf(stderr, "tessera bench: --allocator %s=%s: %s cannot be preloaded: %s\n", al->name, al->path,
+              resolved, why);
+      return -1;
+    }
+    snprintf(al->path, sizeof al->path, "%s", resolved);
   }
   return 0;
 }
@@ -340,6 +376,13 @@ static size_t choose_allocators(const bench_config_t *c, bench_allocator_t *out)
     if (!known[k].available) {
       add_note("allocator %s: %s not found; %s", known[k].name, known[k].path,
                known[k].install_hint ? known[k].install_hint : "");
+      continue;
+    }
+    /* A found library the loader would skip (libtessera.so in a build
+     * directory whose path has a space): its rows would be glibc's. */
+    const char *why = known[k].path[0] ? preload_problem(known[k].path) : NULL;
+    if (why) {
+      add_note("allocator %s: %s cannot be preloaded: %s", known[k].name, known[k].path, why);
       continue;
     }
     out[n++] = known[k];
@@ -398,14 +441,39 @@ static void add_trace_files(bench_job_t *j, const char *dir) {
   }
 }
 
+/* Runs argv[0] (searched in PATH) with argv, no shell: paths from --out or
+ * the environment go through as they are, quotes and all. stdout and stderr
+ * go to log (appended when append, else truncated), or, with log NULL,
+ * stdout stays ours and stderr goes to /dev/null. Returns the exit status,
+ * 128 when killed by a signal, -1 when it could not be started. */
+static int run_command(char *const argv[], const char *log, int append) {
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa)) return -1;
+  int rc = log ? posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC),
+                                                  0644) ||
+                     posix_spawn_file_actions_adddup2(&fa, 1, 2)
+               : posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  extern char **environ;
+  fflush(stdout);
+  if (rc == 0) rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
 /* Without ../shared/traces the trace row replays what `tessera lab gen all`
  * writes (the lab's seeded stress patterns) into the results directory. */
 static void generate_traces(bench_job_t *j, const char *dir) {
-  char out[PATH_MAX + 32], cmd[3 * PATH_MAX], log[PATH_MAX + 32];
+  char out[PATH_MAX + 32], self[PATH_MAX + 16], log[PATH_MAX + 32];
   snprintf(out, sizeof out, "%s/generated-traces", dir);
   snprintf(log, sizeof log, "%s/generated-traces.log", dir);
-  snprintf(cmd, sizeof cmd, "'%s/tessera' lab gen -o '%s' all >'%s' 2>&1", tessera_self_dir(), out, log);
-  if (mkdir(out, 0755) == 0 && system(cmd) == 0) {
+  snprintf(self, sizeof self, "%s/tessera", tessera_self_dir());
+  char *argv[] = {self, "lab", "gen", "-o", out, "all", NULL};
+  if (mkdir(out, 0755) == 0 && run_command(argv, log, 0) == 0) {
     int before = j->argc;
     add_trace_files(j, out);
     if (j->argc > before) {
@@ -608,19 +676,12 @@ static void point_latest(const char *root, const char *stamp) {
   fprintf(stderr, "tessera bench: could not point %s at %s: %s\n", link, stamp, strerror(errno));
 }
 
-/* Runs a shell command with its output appended to log; returns its status. */
-static int run_logged(const char *command, const char *log) {
-  char buf[5 * PATH_MAX];
-  if (snprintf(buf, sizeof buf, "%s >>'%s' 2>&1", command, log) >= (int)sizeof buf) return -1;
-  int st = system(buf);
-  return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128);
-}
-
 /* Makes sure .venv has matplotlib; returns 0 and the interpreter path, or -1
  * with a one-line reason. Serialised with flock on plot.py so two suites
  * (the test and `make bench`) never build the venv at once. */
 static int ensure_matplotlib(const char *log, char *python, size_t len, char *why, size_t why_len) {
-  char venv[PATH_MAX], plot[PATH_MAX], cmd[3 * PATH_MAX];
+  char venv[PATH_MAX], plot[PATH_MAX];
+  char *import_matplotlib[] = {python, "-c", "import matplotlib", NULL};
   const char *env = getenv("TESSERA_BENCH_VENV");
   if (env && *env) snprintf(venv, sizeof venv, "%s", env);
   else snprintf(venv, sizeof venv, "%s/.venv", bench_source_dir());
@@ -636,29 +697,26 @@ static int ensure_matplotlib(const char *log, char *python, size_t len, char *wh
   }
   flock(lock, LOCK_EX);
   int rc = -1;
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import matplotlib' 2>/dev/null", python);
-  if (access(python, X_OK) == 0 && system(cmd) == 0) {
+  if (access(python, X_OK) == 0 && run_command(import_matplotlib, NULL, 0) == 0) {
     rc = 0;
     goto done;
   }
   printf("charts: installing matplotlib into %s (first run only; log: %s)\n", venv, log);
   fflush(stdout);
   if (access(python, X_OK) != 0) {
-    snprintf(cmd, sizeof cmd, "python3 -m venv '%s'", venv);
-    if (run_logged(cmd, log) != 0) {
+    char *make_venv[] = {"python3", "-m", "venv", venv, NULL};
+    if (run_command(make_venv, log, 1) != 0) {
       snprintf(why, why_len, "python3 -m venv failed (apt-get install python3-venv); see %s", log);
       goto done;
     }
   }
-  snprintf(cmd, sizeof cmd,
-           "'%s' -m pip install --disable-pip-version-check --quiet --timeout 30 --retries 2 matplotlib",
-           python);
-  if (run_logged(cmd, log) != 0) {
+  char *pip_install[] = {python, "-m", "pip", "install", "--disable-pip-version-check", "--quiet", "--timeout", "30",
+                         "--retries", "2", "matplotlib", NULL};
+  if (run_command(pip_install, log, 1) != 0) {
     snprintf(why, why_len, "pip could not install matplotlib (is PyPI reachable?); see %s", log);
     goto done;
   }
-  snprintf(cmd, sizeof cmd, "'%s' -c 'import matplotlib' 2>/dev/null", python);
-  if (system(cmd) != 0) {
+  if (run_command(import_matplotlib, NULL, 0) != 0) {
     snprintf(why, why_len, "matplotlib installed but does not import; see %s", log);
     goto done;
   }
@@ -687,10 +745,11 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
     printf("charts skipped: %s (CSV, JSON and Markdown are still written)\n", why);
     if (note) fprintf(note, "skipped: matplotlib unavailable: %s\n", why);
   } else {
-    char cmd[4 * PATH_MAX];
-    snprintf(cmd, sizeof cmd, "'%s' '%s/bench/plot.py' --baseline '%s' --metric %s '%s'", python, bench_source_dir(),
-             baseline, bench_metric_name(metric), dir);
-    int st = run_logged(cmd, log);
+    char plot[PATH_MAX + 16];
+    snprintf(plot, sizeof plot, "%s/bench/plot.py", bench_source_dir());
+    char *argv[] = {python, plot, "--baseline", (char *)baseline, "--metric", (char *)bench_metric_name(metric),
+                    (char *)dir, NULL};
+    int st = run_command(argv, log, 1);
     if (st != 0) {
       printf("charts: bench/plot.py failed (status %d); see %s\n", st, log);
       if (note) fprintf(note, "failed: plot.py exited with %d\n", st);
@@ -754,6 +813,12 @@ static int write_reports(const char *dir, const char *command, const char *basel
   size_t n;
   if (bench_csv_read(path, &recs, &n, err, sizeof err)) {
     fprintf(stderr, "tessera bench: %s\n", err);
+    return 1;
+  }
+  if (rebuilding && n == 0) {
+    /* An empty table under exit 0 would look like a report. */
+    fprintf(stderr, "tessera bench: %s has no results (a header and no record)\n", path);
+    free(recs);
     return 1;
   }
   bench_table_t table;
@@ -854,6 +919,12 @@ static void on_interrupt(int sig) {
 int cmd_bench(int argc, char **argv) {
   bench_config_t c;
   if (parse_args(argc, argv, &c)) return 2;
+  if (c.from_dir && c.run_option) {
+    fprintf(stderr, "tessera bench: %s only shapes a run of the suite, and --from runs nothing "
+            "(with --from: --baseline, --metric, --no-charts)\n", c.run_option);
+    return 2;
+  }
+  if (check_custom_allocators(&c)) return 2;
   if (c.list) {
     list_everything(&c);
     return 0;
@@ -864,11 +935,6 @@ int cmd_bench(int argc, char **argv) {
     snprintf(command + used, sizeof command - used, " %s", argv[i]);
   }
   if (c.from_dir) {
-    if (c.run_option) {
-      fprintf(stderr, "tessera bench: %s only shapes a run of the suite, and --from runs nothing "
-              "(with --from: --baseline, --metric, --no-charts)\n", c.run_option);
-      return 2;
-    }
     /* The report names the command and date that measured (machine.txt);
      * the rebuild is a note. */
     char original[2048];

@@ -5,7 +5,8 @@
  * the four output forms (table, --compare table, --csv, --json); the replay
  * and the metrics are lab/driver.c's, the parsing lab/trace.c's and the
  * generator (`tessera lab gen`) lab/tracegen.c's.
- * Exit status: 0 every run valid, 1 some run invalid, 2 usage or input error.
+ * Exit status: 0 every run valid, 1 some run invalid, 2 usage or input error
+ * (or results that could not be written to standard output).
  * Called from the dispatcher in tools/tessera.c. */
 #include <dirent.h>
 #include <errno.h>
@@ -91,7 +92,8 @@ static void lab_usage(FILE *out) {
     "live payload, contents preserved across realloc; a NULL return is an error (out\n"
     "of memory when the heap cap is reached). Any error makes the perf index 0.\n"
     "perf index = 100 x (0.6 util + 0.4 min(1, Kops / reference)).\n"
-    "Exit status: 0 all runs valid, 1 some run invalid, 2 usage or input error.\n",
+    "Exit status: 0 all runs valid, 1 some run invalid, 2 usage or input error (or\n"
+    "standard output could not be written).\n",
     DEMO_SEED, DEFAULT_RUNS);
 }
 
@@ -120,7 +122,8 @@ static void gen_usage(FILE *out) {
 static int parse_bytes(const char *s, uint64_t *out) {
   char *end;
   errno = 0;
-  if (!s || !*s || *s == '-') return -1;
+  /* strtoull skips blanks and takes a sign (' -3' is 2^64-3): digits only. */
+  if (!s || *s < '0' || *s > '9') return -1;
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || end == s) return -1;
   unsigned shift = 0;
@@ -141,7 +144,7 @@ static int parse_bytes(const char *s, uint64_t *out) {
 static int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
   char *end;
   errno = 0;
-  if (!s || !*s || *s == '-') return -1;
+  if (!s || *s < '0' || *s > '9') return -1;  /* as in parse_bytes: no blank, no sign */
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end || end == s || v < min || v > max) return -1;
   *out = v;
@@ -690,6 +693,12 @@ static int add_policy_names(lab_args_t *a, char *list) {
   for (char *name = list; name;) {
     char *comma = strchr(name, ',');
     if (comma) *comma++ = '\0';
+    /* Twice the same policy would run it twice, side by side with itself. */
+    for (size_t i = 0; i < a->n_policy_names; i++)
+      if (!strcmp(a->policy_names[i], name)) {
+        fprintf(stderr, "tessera lab: --policy: '%s' is named twice\n", name);
+        return -1;
+      }
     const char **names = realloc(a->policy_names, (a->n_policy_names + 1) * sizeof *names);
     if (!names) return -1;
     a->policy_names = names;
@@ -796,6 +805,15 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
   return 0;
 }
 
+/* The results are the point: output lost on a full disk or a closed pipe is
+ * an error (as in `lab gen`), not a silent success. Returns 0 when all of
+ * standard output was written. */
+static int stdout_written(void) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+  fprintf(stderr, "tessera lab: cannot write the results to standard output: %s\n", strerror(errno));
+  return -1;
+}
+
 static void list_policies(void) {
   const lab_policy_t *def = lab_policy_default();
   for (const lab_policy_t *const *p = lab_policies(); *p; p++)
@@ -829,7 +847,7 @@ int cmd_lab(int argc, char **argv) {
   if (a.list_policies) {
     list_policies();
     free(a.policy_names);
-    return 0;
+    return stdout_written() ? 2 : 0;
   }
 
   /* Policies to run, in the order asked (registry order for --compare). */
@@ -929,7 +947,7 @@ int cmd_lab(int argc, char **argv) {
     else print_compare(runs, n_chosen, &traces, ref);
     break;
   }
-  status = all_valid ? 0 : 1;
+  status = stdout_written() ? 2 : all_valid ? 0 : 1;
 
 out:
   if (runs)

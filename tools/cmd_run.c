@@ -6,8 +6,9 @@
  * front of LD_PRELOAD, sets the libtessera environment options the flags ask
  * for, forks, execs PROGRAM (searched in PATH) and waits. The exit status is
  * PROGRAM's, or 128+N when a signal N killed it (as a shell reports it);
- * 127/126 when PROGRAM cannot be found/executed, 2 for a usage error or a
- * library that is missing or not an ELF shared object.
+ * 127/126 when PROGRAM cannot be found/executed, 2 for a usage error
+ * (--secure with --lib included) or a library that is missing, not an ELF
+ * shared object, or at a path with a space or a colon (tools/preload.c).
  *
  * `--help` lists libtessera's options. The list is not written here: it is
  * read at run time from the library itself by dlopen'ing it and calling
@@ -16,6 +17,7 @@
  * range), so the table in the library is the only place an option is
  * described. */
 #include "commands.h"
+#include "preload.h"
 
 /* Only for the tes_option_t enumeration: the CLI never links libtessera,
  * it dlopens it. */
@@ -23,7 +25,6 @@
 
 #include <ctype.h>
 #include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -54,7 +55,7 @@ static void run_usage(FILE *out) {
           "Options:\n"
           "  --stats        print libtessera's statistics to stderr at exit (sets TESSERA_SHOW_STATS=1)\n"
           "  --heap-report  print a per-size-class occupancy summary at exit (sets TESSERA_HEAP_REPORT=1)\n"
-          "  --secure       preload the hardened build, libtessera-secure.so\n"
+          "  --secure       preload the hardened build, libtessera-secure.so (not with --lib)\n"
           "  --lib PATH     preload PATH instead of the libtessera.so next to this binary\n"
           "  --help         show this text and libtessera's options\n");
 }
@@ -92,28 +93,9 @@ static int parse_run_args(int argc, char **argv, run_args_t *args) {
   return 0;
 }
 
-/* The dynamic loader skips a preload it cannot load with only a warning,
- * and PROGRAM would then run on the C library's malloc as if all were
- * well: so the file must be an ELF shared object of this machine's class
- * (ET_DYN; a PIE executable is one too, and the loader says so). Returns
- * NULL, or why not. */
-static const char *not_a_shared_object(const char *path) {
-  unsigned char ident[EI_NIDENT + 2];
-  FILE *f = fopen(path, "rb");
-  if (!f) return strerror(errno);
-  size_t got = fread(ident, 1, sizeof ident, f);
-  fclose(f);
-  if (got < sizeof ident || memcmp(ident, ELFMAG, SELFMAG) != 0) return "not an ELF file";
-  if (ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
-    return "an ELF file of the other word size";
-  /* e_type follows e_ident, in the file's byte order. */
-  unsigned type = ident[EI_DATA] == ELFDATA2MSB ? (unsigned)ident[EI_NIDENT] << 8 | ident[EI_NIDENT + 1]
-                                                : (unsigned)ident[EI_NIDENT + 1] << 8 | ident[EI_NIDENT];
-  return type == ET_DYN ? NULL : "an ELF file but not a shared object";
-}
-
 /* The library to preload, as an absolute path in `out`; false (with a
- * message) when it does not exist or is no shared library. */
+ * message) when it does not exist, is no shared library, or has a path the
+ * loader would split (see preload.h: PROGRAM would silently run on glibc). */
 static bool resolve_library(const run_args_t *args, char *out, size_t size) {
   char wanted[PATH_MAX];
   if (args->lib)
@@ -122,14 +104,16 @@ static bool resolve_library(const run_args_t *args, char *out, size_t size) {
     snprintf(wanted, sizeof wanted, "%s/%s", tessera_self_dir(),
              args->secure ? "libtessera-secure.so" : "libtessera.so");
   char resolved[PATH_MAX];
-  if (access(wanted, R_OK) != 0 || realpath(wanted, resolved) == NULL) {
+  if (!preload_resolve(wanted, resolved, sizeof resolved)) {
     fprintf(stderr, "tessera run: cannot read the library %s: %s%s\n", wanted, strerror(errno),
             args->lib ? "" : " (build it first: make)");
     return false;
   }
-  const char *why = not_a_shared_object(resolved);
+  const char *why = preload_problem(resolved);
   if (why) {
-    fprintf(stderr, "tessera run: %s cannot be preloaded: %s\n", wanted, why);
+    fprintf(stderr, "tessera run: %s%s%s%s cannot be preloaded: %s\n", wanted,
+            strcmp(wanted, resolved) ? " (" : "", strcmp(wanted, resolved) ? resolved : "",
+            strcmp(wanted, resolved) ? ")" : "", why);
     return false;
   }
   snprintf(out, size, "%s", resolved);
@@ -259,6 +243,12 @@ int cmd_run(int argc, char **argv) {
   run_args_t args;
   int rc = parse_run_args(argc, argv, &args);
   if (rc != 0) return rc;
+  if (args.secure && args.lib) {
+    /* Either would be silently ignored: say which library is meant. */
+    fprintf(stderr, "tessera run: --secure and --lib exclude each other (--secure preloads "
+            "libtessera-secure.so from next to this binary; --lib PATH preloads PATH)\n");
+    return 2;
+  }
   char library[PATH_MAX];
   if (args.help) {
     run_usage(stdout);

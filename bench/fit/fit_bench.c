@@ -7,11 +7,15 @@
 
 #include "my_malloc.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* --iters cap: the largest default is 60,000; a billion is hours already. */
+#define FIT_MAX_ITERS 1000000000L
 
 static unsigned long sampled_segment, sampled_free;
 static int sampled, sampled_valid = 1;
@@ -65,13 +69,18 @@ void fit_bench_init(fit_bench_t *fb, const char *workload, long default_iters, i
     } else if (strcmp(argv[i], "--iters") == 0) {
       const char *v = option_value(argc, argv, &i, "--iters needs a positive integer");
       char *end;
+      errno = 0;
       fb->iters = strtol(v, &end, 10);
-      if (end == v || *end || fb->iters <= 0) usage(argv[0], "--iters needs a positive integer");
+      /* errno: 99999999999999999999 clamps to LONG_MAX (ERANGE), which
+       * would run for ever; a leading blank or sign is no integer either. */
+      if (!(v[0] >= '0' && v[0] <= '9') || *end || errno || fb->iters <= 0 || fb->iters > FIT_MAX_ITERS)
+        usage(argv[0], "--iters needs a positive integer, at most 1000000000");
     } else if (strcmp(argv[i], "--seed") == 0) {
       const char *v = option_value(argc, argv, &i, "--seed needs an integer from 0 to 4294967295");
       char *end;
+      errno = 0;
       unsigned long seed = strtoul(v, &end, 10);
-      if (end == v || *end || v[0] == '-' || seed > 0xffffffffUL) usage(argv[0], "--seed needs an integer from 0 to 4294967295");
+      if (!(v[0] >= '0' && v[0] <= '9') || *end || errno || seed > 0xffffffffUL) usage(argv[0], "--seed needs an integer from 0 to 4294967295");
       fb->seed = (unsigned)seed;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       print_usage(stdout, argv[0]);  /* asked for: not an error */
@@ -111,8 +120,10 @@ void fit_bench_start(fit_bench_t *fb) {
   fb->start = fit_bench_now();
 }
 
-/* Is malloc glibc's? Then mallinfo2 moves when we allocate. */
-static int malloc_is_glibc(void) {
+/* Does mallinfo2 describe the malloc in use? glibc's does, and so does a
+ * preloaded allocator that answers mallinfo2 itself (libtessera); one that
+ * leaves glibc's in place (mimalloc) would report glibc's idle heap. */
+static int mallinfo2_follows_malloc(void) {
   struct mallinfo2 before = mallinfo2();
   void *p = malloc(4000);
   struct mallinfo2 after = mallinfo2();
@@ -136,7 +147,7 @@ void fit_bench_finish(fit_bench_t *fb) {
   end_time = fit_bench_now();
   cpu_end = cpu_now();
   if (!sampled) fit_bench_sample(fb);
-  if (fb->alloc == malloc_plain && !malloc_is_glibc()) sampled_valid = 0;
+  if (fb->alloc == malloc_plain && !mallinfo2_follows_malloc()) sampled_valid = 0;
   double t = end_time - fb->start;
   char frag[32] = "n/a";
   if (sampled_valid && sampled_segment > 0)

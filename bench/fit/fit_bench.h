@@ -8,9 +8,11 @@
  * followed by one machine-readable line for the matrix driver:
  *     result workload=<name> impl=<ff|bf|malloc> variant=<naive|fast|system>
  *            iters=<n> time_s=<wall> cpu_s=<cpu> fragmentation=<f|n/a> segment=<bytes> free=<bytes>
- * For --impl malloc the fragmentation comes from glibc's mallinfo2 (free
- * bytes in the main heap / heap size) and is "n/a" when malloc is not glibc's
- * (an LD_PRELOAD'ed allocator).
+ * For --impl malloc the fragmentation comes from mallinfo2 (fordblks /
+ * arena) of the malloc in use when its mallinfo2 follows the allocations
+ * (glibc's; libtessera's, under LD_PRELOAD, answers for its own heap), and
+ * is "n/a" when it does not (a preloaded allocator that leaves glibc's
+ * mallinfo2 in place, such as mimalloc).
  */
 #ifndef TESSERA_FIT_BENCH_H
 #define TESSERA_FIT_BENCH_H

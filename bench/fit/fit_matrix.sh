@@ -17,17 +17,26 @@ quick=0
 naive=1
 workloads="equal small_range large_range cpe357"
 mimalloc=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2
+# An option's value, or a usage error (set -u would say "parameter not set").
+value() { # value OPTION ARGC
+  [ "$2" -ge 2 ] || { echo "fit_matrix.sh: $1 needs a value" >&2; exit 2; }
+}
 while [ $# -gt 0 ]; do
   case "$1" in
-    --bin) bin=$2; shift 2 ;;
+    --bin) value "$1" $#; bin=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --skip-naive) naive=0; shift ;;
-    --workloads) workloads=$2; shift 2 ;;
+    --workloads) value "$1" $#; workloads=$2; shift 2 ;;
     -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "fit_matrix.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 
+# An empty list would print a table with no rows and exit 0.
+case "$workloads" in
+  *[![:space:]]*) ;;
+  *) echo "fit_matrix.sh: --workloads needs at least one of: equal small_range large_range cpe357" >&2; exit 2 ;;
+esac
 for w in $workloads; do
   [ -x "$bin/fit_$w" ] || { echo "fit_matrix.sh: $bin/fit_$w not found (build the fit_* targets first)" >&2; exit 2; }
 done

@@ -1,13 +1,18 @@
 /* Machine description (see bench_machine.h). Everything is read from /proc,
  * uname and sysconf; package versions come from dpkg-query when it exists
  * (its absence is written down, not an error). */
+#define _GNU_SOURCE /* pipe2 */
 #include "bench_machine.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <gnu/libc-version.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +63,34 @@ static void copy_command(FILE *out, const char *command) {
   pclose(p);
 }
 
+/* Copies the output of argv (no shell: the source path may hold any
+ * character) into out; "unknown" when it fails or prints nothing. */
+static void copy_program_output(FILE *out, char *const argv[]) {
+  int fds[2];
+  size_t copied = 0;
+  if (pipe2(fds, O_CLOEXEC) == 0) {
+    posix_spawn_file_actions_t fa;
+    pid_t pid = -1;
+    extern char **environ;
+    if (posix_spawn_file_actions_init(&fa) == 0) {
+      if (posix_spawn_file_actions_adddup2(&fa, fds[1], 1) == 0 &&
+          posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) == 0 &&
+          posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) != 0)
+        pid = -1;
+      posix_spawn_file_actions_destroy(&fa);
+    }
+    close(fds[1]);
+    char buf[512];
+    ssize_t n;
+    while (pid > 0 && (n = read(fds[0], buf, sizeof buf)) > 0) copied += fwrite(buf, 1, (size_t)n, out);
+    close(fds[0]);
+    int st;
+    if (pid > 0)
+      while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  }
+  if (!copied) fputs("unknown\n", out);
+}
+
 int bench_machine_write(const char *path, const bench_allocator_t *allocs, size_t n_allocs,
                         const char *command) {
   FILE *f = fopen(path, "w");
@@ -80,12 +113,10 @@ int bench_machine_write(const char *path, const bench_allocator_t *allocs, size_
     fprintf(f, "%s: %s\n", allocs[i].name, allocs[i].path[0] ? allocs[i].path : "(system malloc, no preload)");
   fprintf(f, "\n[source]\n");
   fflush(f);
-  char cmd[4096 + 64];
-  snprintf(cmd, sizeof cmd, "git -C '%s' describe --always --dirty 2>/dev/null || echo unknown",
-           bench_source_dir());
+  char *git[] = {"git", "-C", (char *)bench_source_dir(), "describe", "--always", "--dirty", NULL};
   fputs("commit: ", f);
+  copy_program_output(f, git);
   fflush(f);
-  copy_command(f, cmd);
   fprintf(f, "\n[packages] (dpkg-query)\n");
   fflush(f);
   if (system("command -v dpkg-query >/dev/null 2>&1") == 0)

@@ -157,6 +157,14 @@ int bench_spawn(const bench_spawn_t *spec, bench_outcome_t *o) {
   memset(o, 0, sizeof *o);
   o->maxrss_kib = -1;
   o->counter = -1;
+  if (spec->preload && strpbrk(spec->preload, " :")) {
+    /* ld.so would split it, skip the pieces and run the workload on glibc
+     * under the other allocator's name. (tessera bench refuses such an
+     * --allocator before running; this keeps any other caller honest.) */
+    fail_start(o, "cannot preload a library whose path contains a space or a colon "
+               "(the dynamic loader splits LD_PRELOAD there)");
+    return -1;
+  }
   int out_pipe[2], err_pipe[2], go_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC)) { fail_start(o, strerror(errno)); return -1; }
   if (pipe2(err_pipe, O_CLOEXEC)) {

@@ -25,7 +25,8 @@ typedef enum bench_counter_e {
 
 typedef struct bench_spawn_s {
   char *const *argv;       /* argv[0] is the program path */
-  const char *preload;     /* shared object for LD_PRELOAD, NULL = none */
+  const char *preload;     /* shared object for LD_PRELOAD, NULL = none; a path
+                            * with a space or a colon is refused (status error) */
   double timeout_s;
   double sample_every_s;   /* > 0: sample VmRSS this often */
   bench_counter_t counter;

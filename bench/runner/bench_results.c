@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int bench_valid_name(const char *s) {
   size_t n = 0;
@@ -167,6 +168,15 @@ int bench_csv_read(const char *path, bench_record_t **out, size_t *count, char *
   FILE *f = fopen(path, "r");
   if (!f) {
     snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  /* fopen takes a directory, whose reading then fails: say what it is
+   * rather than "empty file". */
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && !S_ISREG(st.st_mode)) {
+    snprintf(err, err_len, "%s: %s, not a results file", path,
+             S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    fclose(f);
     return -1;
   }
   char line[2048];

@@ -64,7 +64,8 @@ void bench_csv_write(FILE *out, const bench_record_t *r);
 
 /* Reads a results.csv. On success returns 0 with a malloc'd array in *out
  * (free() it) and its length in *count. On failure returns -1 and writes
- * "path:line: what is wrong" into err. */
+ * "path:line: what is wrong" (or "path: ..." for a directory or other
+ * file that is not a regular one) into err. */
 int bench_csv_read(const char *path, bench_record_t **out, size_t *count, char *err, size_t err_len);
 
 /* Parses one data line (no trailing newline needed) into r; returns NULL on

@@ -9,12 +9,11 @@
 #define BATCH 20000
 
 int main(int argc, char **argv) {
-  wl_options_t o = wl_parse(argc, argv,
-                            "batch: allocate 20,000 blocks of 16-256 B, then free them all (--mode alloc|free)");
-  int measure_free;
-  if (o.mode == NULL || !strcmp(o.mode, "alloc")) measure_free = 0;
-  else if (!strcmp(o.mode, "free")) measure_free = 1;
-  else { fprintf(stderr, "batch: --mode must be alloc or free, not '%s'\n", o.mode); return 2; }
+  static const char *const modes[] = {"alloc", "free", NULL};
+  wl_options_t o = wl_parse_ex(argc, argv,
+                               "batch: allocate 20,000 blocks of 16-256 B, then free them all (--mode alloc|free)",
+                               modes, 0);
+  int measure_free = o.mode != NULL && !strcmp(o.mode, "free");
 
   long rounds = wl_scaled(&o, 400, 2);
   static size_t sizes[BATCH];

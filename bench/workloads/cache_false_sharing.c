@@ -36,7 +36,10 @@ static void *prober(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  wl_options_t o = wl_parse(argc, argv, "cache-scratch/-thrash: false-sharing probes with 8-byte objects (--mode scratch|thrash)");
+  static const char *const modes[] = {"scratch", "thrash", NULL};
+  wl_options_t o = wl_parse_ex(argc, argv,
+                               "cache-scratch/-thrash: false-sharing probes with 8-byte objects (--mode scratch|thrash)",
+                               modes, 0);
   int scratch;
   if (o.mode == NULL || !strcmp(o.mode, "thrash")) scratch = 0;
   else if (!strcmp(o.mode, "scratch")) scratch = 1;

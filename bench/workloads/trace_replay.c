@@ -4,78 +4,30 @@
  * on, here timed on production allocators. Usage: trace_replay [--scale F]
  * FILE... All files are parsed up front (one allocation each), then replayed
  * round-robin as many times as --scale asks. Every block's first byte carries
- * a tag derived from its id and is checked at realloc and free.
+ * a tag derived from its slot and is checked at realloc and free.
+ *
+ * Parsing is the lab's (lab/trace.c, as `tessera lab` does it), so a
+ * malformed file is refused the same way: `file:line: problem` on stderr and
+ * exit status 2, and every array is bounded by what the files really hold
+ * (ids are renumbered into dense slots), never by numbers written in them.
  * Traces that need more than 1 GiB in one request (syn-largemem) are skipped
- * with a note. Malformed files are reported as `file:line: problem`. */
+ * with a note: the production allocators would really map that much. */
 #include "wl_common.h"
 
-#include <errno.h>
+#include "trace.h"
 
 #define HUGE_REQUEST (1ULL << 30)
 
-typedef struct op_s {
-  char kind;     /* 'a', 'f' or 'r' */
-  long id;       /* -1 for free(NULL) / realloc(NULL) */
-  size_t size;
-} op_t;
-
-typedef struct trace_s {
-  const char *path;
-  op_t *ops;
-  long n_ops;
-  long n_ids;
-} trace_t;
-
-static void parse_error(const char *path, long line, const char *what) {
-  fprintf(stderr, "%s:%ld: %s\n", path, line, what);
-  exit(2);
-}
-
 /* Reads one trace; returns 0 when loaded, 1 when skipped on purpose. */
 static int load_trace(const char *path, trace_t *t) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+  trace_error_t err;
+  if (trace_load(path, t, &err) < 0) {
+    fprintf(stderr, "%s\n", err.msg);
     exit(2);
   }
-  char line[256];
-  long lineno = 0, header[4];
-  for (int h = 0; h < 4; h++) {
-    lineno++;
-    if (!fgets(line, sizeof line, f)) parse_error(path, lineno, "missing header line");
-    char *end;
-    header[h] = strtol(line, &end, 10);
-    while (*end == ' ' || *end == '\r' || *end == '\n' || *end == '\t') end++;
-    if (end == line || *end) parse_error(path, lineno, "header line is not one integer");
-  }
-  long n_ids = header[1], n_ops = header[2];
-  if (n_ids < 0 || n_ops < 0 || n_ops > 100000000) parse_error(path, 3, "implausible num_ids/num_ops");
-  t->path = path;
-  t->n_ids = n_ids;
-  t->ops = wl_check(malloc((size_t)(n_ops > 0 ? n_ops : 1) * sizeof(op_t)), "malloc returned NULL");
-  t->n_ops = 0;
-  int huge = 0;
-  while (t->n_ops < n_ops && fgets(line, sizeof line, f)) {
-    lineno++;
-    char kind;
-    long id;
-    unsigned long long size = 0;
-    int fields = sscanf(line, " %c %ld %llu", &kind, &id, &size);
-    if (fields < 1) continue; /* blank line */
-    if (kind != 'a' && kind != 'f' && kind != 'r') parse_error(path, lineno, "unknown request (want a, f or r)");
-    if (fields < 2 || (kind != 'f' && fields < 3)) parse_error(path, lineno, "request is missing a field");
-    if (id >= n_ids) parse_error(path, lineno, "id is not below num_ids");
-    if (size >= HUGE_REQUEST) huge = 1;
-    op_t *op = &t->ops[t->n_ops++];
-    op->kind = kind;
-    op->id = id < 0 ? -1 : id;
-    op->size = (size_t)size;
-  }
-  fclose(f);
-  if (t->n_ops < n_ops) parse_error(path, lineno, "fewer requests than num_ops says");
-  if (huge) {
+  if (t->max_request >= HUGE_REQUEST) {
     fprintf(stderr, "note: %s skipped (a request above 1 GiB)\n", path);
-    free(t->ops);
+    trace_free(t);
     return 1;
   }
   return 0;
@@ -87,52 +39,54 @@ static void touch(unsigned char *p, size_t size, unsigned char tag) {
   p[size - 1] = tag;
 }
 
-/* Replays one trace once; returns the number of requests performed. */
+/* Replays one trace once; returns the number of requests performed. The
+ * parser has already followed every block's state, so an `a` never finds a
+ * live block and no request touches a freed one. */
 static long replay(const trace_t *t, unsigned char **ptr, size_t *size) {
-  memset(ptr, 0, (size_t)t->n_ids * sizeof *ptr);
-  for (long i = 0; i < t->n_ops; i++) {
-    const op_t *op = &t->ops[i];
-    unsigned char tag = (unsigned char)(op->id * 31 + 7);
-    unsigned char **slot = op->id >= 0 ? &ptr[op->id] : NULL;
-    if (op->kind == 'a') {
-      unsigned char *p = wl_check(malloc(op->size ? op->size : 1), "malloc returned NULL");
-      if (slot) { free(*slot); *slot = p; size[op->id] = op->size ? op->size : 1; touch(p, size[op->id], tag); }
-      else free(p);
-    } else if (op->kind == 'f') {
-      if (slot && *slot) {
-        if ((*slot)[0] != tag) wl_fail("block contents overwritten");
-        free(*slot);
-        *slot = NULL;
-      } else {
-        free(NULL);
-      }
+  memset(ptr, 0, t->n_slots * sizeof *ptr);
+  for (size_t i = 0; i < t->num_ops; i++) {
+    const trace_op_t *op = &t->ops[i];
+    uint32_t s = op->slot;
+    unsigned char tag = (unsigned char)(s * 31 + 7);
+    if (op->kind == TRACE_OP_ALLOC) {
+      size_t n = op->size ? (size_t)op->size : 1;
+      unsigned char *p = wl_check(malloc(n), "malloc returned NULL");
+      ptr[s] = p;
+      size[s] = n;
+      touch(p, n, tag);
+    } else if (op->kind == TRACE_OP_FREE) {
+      /* A negative id, or one holding NULL: free(NULL), as the lab does. */
+      if (ptr[s] && ptr[s][0] != tag) wl_fail("block contents overwritten");
+      free(ptr[s]);
+      ptr[s] = NULL;
     } else {
-      if (!slot) continue;
-      if (*slot && (*slot)[0] != tag) wl_fail("block contents overwritten before realloc");
-      if (op->size == 0) { free(*slot); *slot = NULL; continue; }
-      unsigned char *p = wl_check(realloc(*slot, op->size), "realloc returned NULL");
-      if (*slot && p[0] != tag) wl_fail("realloc lost the old contents");
-      *slot = p;
-      size[op->id] = op->size;
-      touch(p, op->size, tag);
+      if (ptr[s] && ptr[s][0] != tag) wl_fail("block contents overwritten before realloc");
+      /* realloc(p, 0) is implementation-defined: the lab's meaning (free, NULL). */
+      if (op->size == 0) { free(ptr[s]); ptr[s] = NULL; continue; }
+      unsigned char *p = wl_check(realloc(ptr[s], (size_t)op->size), "realloc returned NULL");
+      if (ptr[s] && p[0] != tag) wl_fail("realloc lost the old contents");
+      ptr[s] = p;
+      size[s] = (size_t)op->size;
+      touch(p, size[s], tag);
     }
   }
-  for (long id = 0; id < t->n_ids; id++) free(ptr[id]);
-  return t->n_ops;
+  for (size_t s = 0; s < t->n_slots; s++) free(ptr[s]);
+  return (long)t->num_ops;
 }
 
 int main(int argc, char **argv) {
-  wl_options_t o = wl_parse(argc, argv, "traces: replay malloc-lab trace files through the real malloc/free/realloc");
+  wl_options_t o = wl_parse_ex(argc, argv, "traces: replay malloc-lab trace files through the real malloc/free/realloc",
+                               NULL, -1);
   if (o.argc < 1) {
     fprintf(stderr, "trace_replay: give one or more trace files\n");
     return 2;
   }
   trace_t *traces = wl_check(calloc((size_t)o.argc, sizeof(trace_t)), "calloc returned NULL");
   int loaded = 0;
-  long max_ids = 1;
+  size_t max_slots = 1;
   for (int i = 0; i < o.argc; i++) {
     if (load_trace(o.argv[i], &traces[loaded]) == 0) {
-      if (traces[loaded].n_ids > max_ids) max_ids = traces[loaded].n_ids;
+      if (traces[loaded].n_slots > max_slots) max_slots = traces[loaded].n_slots;
       loaded++;
     }
   }
@@ -140,8 +94,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "trace_replay: every trace was skipped\n");
     return 2;
   }
-  unsigned char **ptr = wl_check(malloc((size_t)max_ids * sizeof *ptr), "malloc returned NULL");
-  size_t *size = wl_check(malloc((size_t)max_ids * sizeof *size), "malloc returned NULL");
+  unsigned char **ptr = wl_check(calloc(max_slots, sizeof *ptr), "calloc returned NULL");
+  size_t *size = wl_check(calloc(max_slots, sizeof *size), "calloc returned NULL");
   long passes = wl_scaled(&o, 6, 1);
   long ops = 0;
   double t0 = wl_now();

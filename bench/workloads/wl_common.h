@@ -4,7 +4,10 @@
  * API (plus pthreads), so that any allocator can be slid underneath it with
  * LD_PRELOAD. The contract with the runner (bench/runner/bench_proc.c):
  *   - options: --scale F (work multiplier, 1.0 = about a second on the
- *     system allocator on a 2-core machine), --threads N, --seed S, --help;
+ *     system allocator on a 2-core machine; at most 1e6), --threads N,
+ *     --seed S, --mode M (only the modes a program declares), --help; no
+ *     positional argument unless the program takes some (trace files);
+ *     anything else exits with status 2;
  *   - stdout: `key=value` lines; `work_s=` is the duration of the measured
  *     region (the runner prefers it to the whole-process wall time), other
  *     keys (ops_per_s=, ...) are recorded as extra metrics;
@@ -15,6 +18,7 @@
 #ifndef TESSERA_BENCH_WL_COMMON_H
 #define TESSERA_BENCH_WL_COMMON_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,8 +91,16 @@ static inline void wl_usage(const char *prog, const char *description) {
          description);
 }
 
-/* Parses the common options; returns 0, or exits on --help / bad input. */
-static inline wl_options_t wl_parse(int argc, char **argv, const char *description) {
+/* Largest --scale: every workload's count (base x scale) stays far inside
+ * a long (inf or 1e300 made that conversion undefined). */
+#define WL_MAX_SCALE 1e6
+
+/* Parses the common options, exiting with status 2 on bad input (0 on
+ * --help). modes: the --mode values the program knows (NULL-terminated), or
+ * NULL when it takes no --mode; max_args: how many positional arguments it
+ * takes (0: any is an error, -1: no limit). */
+static inline wl_options_t wl_parse_ex(int argc, char **argv, const char *description,
+                                       const char *const *modes, int max_args) {
   wl_options_t o = {1.0, 1, 0x9E3779B97F4A7C15ULL, NULL, 0, NULL};
   int i = 1;
   for (; i < argc; i++) {
@@ -105,17 +117,39 @@ static inline wl_options_t wl_parse(int argc, char **argv, const char *descripti
     }
     const char *v = argv[++i];
     char *end = NULL;
+    /* strtoull and strtol skip blanks and take a sign (-1 wraps to 2^64-1):
+     * a number must start with a digit (or a '.' for --scale). */
+    int starts_ok = (v[0] >= '0' && v[0] <= '9') || (v[0] == '.' && !strcmp(a, "--scale"));
+    errno = 0;
     if (!strcmp(a, "--scale")) {
       o.scale = strtod(v, &end);
-      if (*end || !(o.scale > 0)) { fprintf(stderr, "%s: bad --scale '%s'\n", argv[0], v); exit(2); }
+      if (!starts_ok || *end || errno || !(o.scale > 0 && o.scale <= WL_MAX_SCALE)) {
+        fprintf(stderr, "%s: bad --scale '%s' (a number above 0, at most %g)\n", argv[0], v, WL_MAX_SCALE);
+        exit(2);
+      }
     } else if (!strcmp(a, "--threads")) {
       long t = strtol(v, &end, 10);
-      if (*end || t < 1 || t > 1024) { fprintf(stderr, "%s: bad --threads '%s' (1..1024)\n", argv[0], v); exit(2); }
+      if (!starts_ok || *end || errno || t < 1 || t > 1024) {
+        fprintf(stderr, "%s: bad --threads '%s' (1..1024)\n", argv[0], v);
+        exit(2);
+      }
       o.threads = (int)t;
     } else if (!strcmp(a, "--seed")) {
       o.seed = strtoull(v, &end, 0);
-      if (*end || o.seed == 0) { fprintf(stderr, "%s: bad --seed '%s' (non-zero integer)\n", argv[0], v); exit(2); }
+      if (!starts_ok || *end || errno || o.seed == 0) {
+        fprintf(stderr, "%s: bad --seed '%s' (an integer from 1 to 2^64-1)\n", argv[0], v);
+        exit(2);
+      }
     } else if (!strcmp(a, "--mode")) {
+      int known = 0;
+      for (const char *const *m = modes; m && *m; m++) known |= !strcmp(*m, v);
+      if (!known) {
+        fprintf(stderr, "%s: unknown --mode '%s' (", argv[0], v);
+        if (!modes || !modes[0]) fprintf(stderr, "this workload has no modes");
+        for (const char *const *m = modes; m && *m; m++) fprintf(stderr, "%s%s", m == modes ? "one of " : ", ", *m);
+        fprintf(stderr, ")\n");
+        exit(2);
+      }
       o.mode = v;
     } else {
       fprintf(stderr, "%s: unknown option %s\n", argv[0], a);
@@ -125,7 +159,19 @@ static inline wl_options_t wl_parse(int argc, char **argv, const char *descripti
   }
   o.argc = argc - i;
   o.argv = argv + i;
+  if (max_args >= 0 && o.argc > max_args) {
+    fprintf(stderr, "%s: unexpected argument '%s' (", argv[0], o.argv[max_args]);
+    if (max_args == 0) fprintf(stderr, "this workload takes options only)\n");
+    else fprintf(stderr, "at most %d)\n", max_args);
+    wl_usage(argv[0], description);
+    exit(2);
+  }
   return o;
+}
+
+/* The common case: no --mode, no positional argument. */
+static inline wl_options_t wl_parse(int argc, char **argv, const char *description) {
+  return wl_parse_ex(argc, argv, description, NULL, 0);
 }
 
 /* The result lines every workload prints last. */

@@ -4,7 +4,8 @@
 #
 #   lab/handout/make_mm.sh [--team] [--align 16] POLICY > path/to/handout/mm.c
 #
-# POLICY is a name from `tessera lab --list-policies` (e.g. tree-best-apart).
+# POLICY is a name from `tessera lab --list-policies` (e.g. tree-best-apart)
+# other than `system`, which is the C library's malloc, not a lab policy.
 # --team defines the `team` struct the classic CS:APP handout's mm.h declares.
 # The output includes only the handout's "mm.h" and "memlib.h" and system
 # headers: the policy's family file and the shared headers are pasted in.
@@ -15,8 +16,11 @@ align=8
 while [ $# -gt 0 ]; do
   case "$1" in
     --team) team=1; shift ;;
-    --align) align="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --align)
+      # set -u would stop on a missing value with "parameter not set".
+      [ $# -ge 2 ] || { echo "make_mm.sh: --align needs a value: 8 or 16" >&2; exit 2; }
+      align="$2"; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "make_mm.sh: unknown option '$1'" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -29,6 +33,11 @@ case "$align" in 8|16) ;; *) echo "make_mm.sh: --align must be 8 or 16" >&2; exi
 policy="$1"
 case "$policy" in
   ''|*[!a-z0-9-]*) echo "make_mm.sh: '$policy' is not a policy name (see tessera lab --list-policies)" >&2; exit 2 ;;
+  system)
+    # Listed by --list-policies as a pseudo-policy, but it has no code here.
+    echo "make_mm.sh: 'system' is the C library's malloc, a reference in tessera lab, not a lab policy:" \
+         "there is no mm.c to make from it (pick another name from tessera lab --list-policies)" >&2
+    exit 2 ;;
 esac
 # The family file whose policy table names POLICY, and the policy's symbol
 # (each policy is declared as FAMILY_POLICY(symbol, "name", ...)).

@@ -1,7 +1,8 @@
 /* Tests of the process runner (bench_proc.c) with /bin/sh as the workload:
  * exit codes, death by signal (named), the "not installed" exit code 77,
  * the timeout killing the whole process group, stdout/stderr capture,
- * LD_PRELOAD set or cleared, and RSS sampling. */
+ * LD_PRELOAD set or cleared (a path ld.so would split refused), and RSS
+ * sampling. */
 #include "bench_proc.h"
 
 #include <signal.h>
@@ -16,6 +17,13 @@ static void run_sh(const char *script, const char *preload, double timeout, doub
   char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
   bench_spawn_t spec = {argv, preload, timeout, sample, BENCH_COUNT_NONE};
   CHECK(bench_spawn(&spec, o) == 0);
+}
+
+/* bench_spawn's own return value (run_sh expects 0). */
+static int run_sh_rc(const char *script, const char *preload, bench_outcome_t *o) {
+  char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+  bench_spawn_t spec = {argv, preload, 10, 0, BENCH_COUNT_NONE};
+  return bench_spawn(&spec, o);
 }
 
 int main(void) {
@@ -69,6 +77,14 @@ int main(void) {
   bench_outcome_free(&o);
   run_sh("echo \"preload=[${LD_PRELOAD-unset}]\"", NULL, 10, 0, &o);
   CHECK(strstr(o.out, "preload=[unset]") != NULL);
+  bench_outcome_free(&o);
+
+  /* A preload the loader would split is refused before anything runs. */
+  CHECK(run_sh_rc("echo ran", "/tmp/a dir/libx.so", &o) == -1);
+  CHECK(!strcmp(o.status, "error") && strstr(o.err, "space or a colon") && !strstr(o.out, "ran"));
+  bench_outcome_free(&o);
+  CHECK(run_sh_rc("echo ran", "/tmp/a:b/libx.so", &o) == -1);
+  CHECK(!strcmp(o.status, "error") && !strstr(o.out, "ran"));
   bench_outcome_free(&o);
 
   /* RSS sampling every 10 ms over a 0.3 s run gives a series. */

@@ -26,3 +26,16 @@ foreach(bad no-such-policy "a.b")
     COMMAND sh -c "out=$(sh \"$0\" \"$1\" 2>/dev/null); rc=$?; [ $rc -eq 2 ] && [ -z \"$out\" ]"
             ${PROJECT_SOURCE_DIR}/lab/handout/make_mm.sh ${bad})
 endforeach()
+
+# `system` (listed by --list-policies, but the C library's malloc) and an
+# --align without its value: refused with a message saying so, exit 2.
+foreach(case "system|system|'system' is the C library's malloc"
+             "align_missing|--align|--align needs a value")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 id)
+  list(GET parts 1 arg)
+  list(GET parts 2 message)
+  add_test(NAME lab.handout_refuses_${id}
+    COMMAND sh -c "err=$(sh \"$0\" \"$1\" 2>&1 >/dev/null); rc=$?; echo \"$err\"; [ $rc -eq 2 ] && echo \"$err\" | grep -qF -e \"${message}\""
+            ${PROJECT_SOURCE_DIR}/lab/handout/make_mm.sh ${arg})
+endforeach()

@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "memlib.h"
+#include "policy.h"
 
 #include "check.h"
 
@@ -222,16 +223,33 @@ static void test_crash_context(driver_t *d) {
 }
 
 static void test_out_of_memory(driver_t *d) {
-  /* A 64 KiB heap cannot hold a 100000-byte block: legitimately NULL, and
-   * reported as out of memory (the run is invalid). */
+  /* A 64 KiB heap holding 40000 bytes cannot hold 40000 more: legitimately
+   * NULL, and reported as out of memory (the run is invalid). */
   CHECK(mem_init_cap(64 << 10) == 0);
   trace_t t;
-  load(&t, "1000\n2\n3\n1\na 0 1000\na 1 100000\nf 0\n");
+  load(&t, "1000\n2\n3\n1\na 0 40000\na 1 40000\nf 0\n");
   driver_result_t r;
   CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 8, .check_only = true}, &r) == 1);
   CHECK(r.out_of_memory && !r.valid);
-  CHECK(strstr(r.error, "small.rep:6: op 2 (a 1 100000): out of memory: the heap (") == r.error);
+  CHECK(strstr(r.error, "small.rep:6: op 2 (a 1 40000): out of memory: the heap (") == r.error);
   trace_free(&t);
+  /* More than the whole cap: refused up front, naming the request. */
+  load(&t, "1000\n2\n3\n1\na 0 1000\nr 0 100000\nf 0\n");
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 8, .check_only = true}, &r) == 1);
+  CHECK(r.out_of_memory && !r.valid);
+  CHECK(!strcmp(r.error, "small.rep:6: op 2 (r 0 100000): out of memory: a request of 100000 bytes is "
+                         "larger than the whole heap cap of 65536 bytes (--heap-cap)"));
+  trace_free(&t);
+  /* ... before a real policy grows its heap towards the cap in pieces: a
+   * 5 GB request under a 4 GiB cap left the heap at 4294967200 bytes, and
+   * the message quoted that heap. (Address space only: nothing is touched.) */
+  if (mem_init_cap((size_t)4 << 30) == 0) {
+    load(&t, "1\n1\n2\n1\na 0 5000000000\nf 0\n");
+    CHECK(driver_run(d, lab_policy_default(), &t, &(driver_config_t){.check_only = true}, &r) == 1);
+    CHECK(r.out_of_memory && strstr(r.error, "a request of 5000000000 bytes is larger than the whole heap cap"));
+    CHECK(mem_heapsize() < ((size_t)1 << 20));
+    trace_free(&t);
+  }
   CHECK(mem_init_cap(0) == 0);
 }
 

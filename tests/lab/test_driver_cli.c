@@ -139,6 +139,28 @@ static void test_broken_traces(void) {
   CHECK(strstr(r->err, "truncated.rep:9: file ends after 4 of the 6 requests") != NULL);
 }
 
+/* Only regular files are read: /dev/zero or a FIFO would be read without
+ * end (timeout stops the command if they are not refused), and a NUL byte in
+ * the first block read stops the reading there, even after the requests. */
+static void test_not_a_text_file(void) {
+  run_t *r = run_program("timeout 20 " TESSERA, "lab --check-only /dev/zero");
+  CHECK(r->status == 2 && !strcmp(r->err, "/dev/zero: not a regular file (a character device)\n"));
+  char dir[] = "/tmp/tessera-notfile-XXXXXX", args[600], want[600];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(args, sizeof args, "mkfifo %s/fifo.rep && printf '1\\n1\\n1\\n1\\na 0 8\\n\\0\\n' >%s/nul.rep", dir, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "lab --check-only %s/fifo.rep", dir);
+  r = run_program("timeout 20 " TESSERA, args);
+  snprintf(want, sizeof want, "%s/fifo.rep: not a regular file (a pipe)\n", dir);
+  CHECK(r->status == 2 && !strcmp(r->err, want));
+  snprintf(args, sizeof args, "lab --check-only %s/nul.rep", dir);
+  r = run(args);
+  snprintf(want, sizeof want, "%s/nul.rep:6: unexpected byte 0x00 in column 1\n", dir);
+  CHECK(r->status == 2 && !strcmp(r->err, want) && r->out[0] == '\0');
+  snprintf(args, sizeof args, "rm -rf %s", dir);
+  CHECK(system(args) == 0);
+}
+
 static void test_usage_errors(void) {
   static const char *const bad[] = {
     "lab --no-such-option", "lab --align 12", "lab --policy no-such-policy",
@@ -163,12 +185,39 @@ static void test_usage_errors(void) {
   expect_usage_error("lab --check-only --policy , " TRACES "/good", "--policy ',': empty policy name");
   expect_usage_error("lab --check-only --policy implicit-first,,tree-best " TRACES "/good",
                      "empty policy name");
+  /* A policy named twice (in one list or two --policy) is refused. */
+  expect_usage_error("lab --check-only --policy tree-best,tree-best " TRACES "/good",
+                     "--policy: 'tree-best' is named twice");
+  expect_usage_error("lab --check-only --policy tree-best --policy implicit-first,tree-best " TRACES "/good",
+                     "--policy: 'tree-best' is named twice");
+  /* Counts and sizes are digits: no blank, no sign (' -3' was 2^64-3). */
+  expect_usage_error("lab gen mix --seed ' -3' -o /dev/null", "bad value ' -3' for --seed");
+  expect_usage_error("lab gen mix --seed +3 -o /dev/null", "bad value '+3' for --seed");
+  expect_usage_error("lab gen mix --ops ' 100' -o /dev/null", "bad value ' 100' for --ops");
+  expect_usage_error("lab --runs ' 2' " TRACES "/good", "--runs needs a count from 1 to 64");
+  expect_usage_error("lab --heap-cap ' -1M' " TRACES "/good", "--heap-cap needs a size from 4K to 64T");
   r = run("lab --check-only --csv --policy implicit-first,tree-best " TRACES "/good/classic-small.rep");
   CHECK(r->status == 0 && strstr(r->out, "\nimplicit-first,classic-small.rep,yes,") &&
         strstr(r->out, "\ntree-best,classic-small.rep,yes,"));
 }
 
 /* A folder named like a trace is skipped when a directory is scanned. */
+/* Results that cannot be written are an error, not a success. */
+static void test_output_lost(void) {
+  if (access("/dev/full", W_OK) != 0) return;
+  static const char *const args[] = {"--csv --check-only " TRACES "/good/classic-small.rep", "--list-policies"};
+  for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "out=$(%s lab %s 2>&1 >/dev/full); rc=$?; [ $rc -eq 2 ] && "
+             "echo \"$out\" | grep -q 'tessera lab: cannot write the results to standard output: No space left'",
+             TESSERA, args[i]);
+    if (system(cmd) != 0) {
+      fprintf(stderr, "'lab %s >/dev/full': expected exit 2 and a message\n", args[i]);
+      failures++;
+    }
+  }
+}
+
 static void test_dir_scan(void) {
   char dir[] = "/tmp/tessera-scan-XXXXXX", args[512];
   CHECK(mkdtemp(dir) != NULL);
@@ -264,7 +313,8 @@ static void test_csv(void) {
   CHECK(r->status == 1);
   CHECK(strstr(r->out, ",largemem.rep,no,,6,,,\n") != NULL);
   CHECK(strstr(r->out, ",TOTAL,no,,0,,,0.0\n") != NULL);
-  CHECK(strstr(r->err, "largemem.rep:6: op 2 (a 1 36507238400): out of memory: the heap (") != NULL);
+  CHECK(strstr(r->err, "largemem.rep:6: op 2 (a 1 36507238400): out of memory: a request of 36507238400 bytes "
+                       "is larger than the whole heap cap of 1048576 bytes (--heap-cap)") != NULL);
 }
 
 static void test_outputs(void) {
@@ -394,6 +444,55 @@ static void test_bench(void) {
   CHECK(r->status == 0 && exists(report) && exists(json));
   snprintf(args, sizeof args, "grep -q '\"baseline\": \"tessera\"' %s", json);
   CHECK(system(args) == 0);
+  /* Options that contradict each other are refused, not last-one-wins. */
+  snprintf(args, sizeof args, "bench --from %s --list", dir);
+  expect_usage_error(args, "--list and --from exclude each other");
+  expect_usage_error("bench --quick --full --list", "--quick and --full exclude each other");
+  expect_usage_error("bench --full --workloads single --quick --list", "--quick and --full exclude each other");
+  /* A header and no record is no report; a directory named results.csv is
+   * named as one (it was "empty file (no header)"). Exit 1, nothing written. */
+  snprintf(args, sizeof args, "rm -f %s/report.md %s/results.json && head -n 1 %s/results.csv >%s/h && mv %s/h %s/results.csv",
+           dir, dir, dir, dir, dir, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "bench --from %s --no-charts", dir);
+  r = run(args);
+  CHECK(r->status == 1 && strstr(r->err, "results.csv has no results (a header and no record)"));
+  CHECK(!exists(report) && !exists(json));
+  snprintf(args, sizeof args, "rm %s/results.csv && mkdir %s/results.csv", dir, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "bench --from %s --no-charts", dir);
+  r = run(args);
+  CHECK(r->status == 1 && strstr(r->err, "results.csv: a directory, not a results file"));
+  snprintf(args, sizeof args, "rm -rf %s", dir);
+  CHECK(system(args) == 0);
+}
+
+/* `bench --allocator NAME=PATH` takes only what `tessera run` would preload:
+ * a file that is no shared library, a missing file or a path the loader
+ * splits is a usage error before anything runs (the rows labelled NAME
+ * would be glibc's). libtessera.so itself in such a directory is skipped. */
+static void test_bench_allocator(void) {
+  expect_usage_error("bench --allocator foo=/etc/passwd --list",
+                     "--allocator foo=/etc/passwd: /etc/passwd cannot be preloaded: not an ELF file");
+  expect_usage_error("bench --allocator foo=/nonexistent.so --workloads single --runs 1 --no-charts --out /tmp/x",
+                     "--allocator foo=/nonexistent.so: cannot read /nonexistent.so: No such file or directory");
+  if (!exists(TESSERA_BINARY_DIR "/libtessera.so") || !exists(TESSERA_BINARY_DIR "/bench/bench_single")) return;
+  char dir[] = "/tmp/tessera-alloc-XXXXXX", args[2048];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(args, sizeof args, "mkdir -p '%s/with space/bench' && cp " TESSERA " " TESSERA_BINARY_DIR
+           "/libtessera.so '%s/with space/' && cp " TESSERA_BINARY_DIR "/bench/bench_single '%s/with space/bench/'",
+           dir, dir, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "bench --allocator 'foo=%s/with space/libtessera.so' --list", dir);
+  expect_usage_error(args, "cannot be preloaded: its path contains a space or a colon");
+  /* The copy of tessera finds its libtessera.so next to itself, in 'with space/'. */
+  char prog[600];
+  snprintf(prog, sizeof prog, "'%s/with space/tessera'", dir);
+  snprintf(args, sizeof args, "bench --workloads single --allocators tessera --runs 1 --scale 0.01 --no-charts "
+           "--out %s/out", dir);
+  run_t *r = run_program(prog, args);
+  CHECK(r->status == 2 && strstr(r->out, "libtessera.so cannot be preloaded: its path contains a space") &&
+        strstr(r->err, "no allocator to run"));
   snprintf(args, sizeof args, "rm -rf %s", dir);
   CHECK(system(args) == 0);
 }
@@ -428,8 +527,45 @@ static void test_fit_options(void) {
   CHECK(r->status == 2 && strstr(r->err, "--impl needs a value: ff, bf or malloc"));
   r = run_program(fit, "--iters");
   CHECK(r->status == 2 && strstr(r->err, "--iters needs a positive integer"));
+  /* Past a long (strtol clamps to LONG_MAX: it ran for ever), a leading
+   * blank or sign: refused. */
+  char bounded[600];  /* without the check it would never end */
+  snprintf(bounded, sizeof bounded, "timeout 20 %s", fit);
+  r = run_program(bounded, "--iters 99999999999999999999");
+  CHECK(r->status == 2 && strstr(r->err, "--iters needs a positive integer, at most 1000000000"));
+  r = run_program(fit, "--iters ' 5'");
+  CHECK(r->status == 2 && strstr(r->err, "--iters needs a positive integer"));
+  r = run_program(fit, "--seed ' -1'");
+  CHECK(r->status == 2 && strstr(r->err, "--seed needs an integer"));
   r = run_program(fit, "--frobnicate");
   CHECK(r->status == 2 && strstr(r->err, "unknown option"));
+
+  /* --impl malloc's fragmentation (docs/LAB.md): a figure when mallinfo2
+   * follows the malloc in use (glibc's; libtessera's, preloaded, answers
+   * for its own heap), n/a when it does not (mimalloc leaves glibc's). */
+  char preloaded[600];
+  r = run_program(fit, "--impl malloc --iters 4");
+  CHECK(r->status == 0 && strstr(r->out, " fragmentation=0.") != NULL);
+  if (exists(TESSERA_BINARY_DIR "/libtessera.so")) {
+    snprintf(preloaded, sizeof preloaded, "LD_PRELOAD=%s/libtessera.so %s", TESSERA_BINARY_DIR, fit);
+    r = run_program(preloaded, "--impl malloc --iters 4");
+    CHECK(r->status == 0 && strstr(r->out, " fragmentation=0.") != NULL);
+  }
+  const char *mimalloc = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2";
+  if (exists(mimalloc)) {
+    snprintf(preloaded, sizeof preloaded, "LD_PRELOAD=%s %s", mimalloc, fit);
+    r = run_program(preloaded, "--impl malloc --iters 4");
+    CHECK(r->status == 0 && strstr(r->out, " fragmentation=n/a ") != NULL);
+  }
+
+  /* fit_matrix.sh: an option without its value, or no workload at all. */
+  const char *matrix = "sh " TESSERA_BINARY_DIR "/bench/fit_matrix.sh";
+  r = run_program(matrix, "--bin");
+  CHECK(r->status == 2 && strstr(r->err, "fit_matrix.sh: --bin needs a value") && r->out[0] == '\0');
+  r = run_program(matrix, "--workloads");
+  CHECK(r->status == 2 && strstr(r->err, "fit_matrix.sh: --workloads needs a value"));
+  r = run_program(matrix, "--workloads ''");
+  CHECK(r->status == 2 && strstr(r->err, "--workloads needs at least one of") && r->out[0] == '\0');
 }
 
 int main(void) {
@@ -438,13 +574,16 @@ int main(void) {
     return 1;
   }
   test_broken_traces();
+  test_not_a_text_file();
   test_usage_errors();
   test_csv();
   test_outputs();
   test_dir_scan();
+  test_output_lost();
   test_check_budget();
   test_gen();
   test_bench();
+  test_bench_allocator();
   test_run_lib();
   test_fit_options();
   if (failures) {

@@ -8,7 +8,8 @@
 # conformance program passes with --expect-tessera), exit statuses (the
 # program's, 128+signal, 127 for a missing program, 2 for usage errors),
 # --stats and --heap-report print at exit, --secure picks the hardened
-# library, and --help lists every libtessera option with its variable,
+# library (and is refused with --lib), a library whose path the loader would
+# split (space, colon) is refused, and --help lists every libtessera option with its variable,
 # default and range, read from the library. Exit status: failed checks.
 set -u
 tessera=$1
@@ -64,6 +65,23 @@ check "unknown option -> 2 with a message" $? "got $rc, '$(cat "$work/err")'"
 "$tessera" run --lib /nonexistent/libx.so -- true 2>"$work/err"
 rc=$?; [ $rc -eq 2 ] && grep -q "/nonexistent/libx.so" "$work/err"
 check "--lib with a missing file -> 2 naming it" $? "got $rc, '$(cat "$work/err")'"
+
+# ld.so splits LD_PRELOAD at spaces and colons: a library whose path has one
+# would be skipped and the program run on glibc, so it is refused (exit 2).
+for odd in "with space" "with:colon"; do
+  mkdir -p "$work/$odd"
+  cp "$tessera" "$dir/libtessera.so" "$work/$odd/"
+  "$work/$odd/tessera" run -- sh -c 'echo ran' >"$work/out" 2>"$work/err"
+  rc=$?; [ $rc -eq 2 ] && [ ! -s "$work/out" ] && grep -q "cannot be preloaded: its path contains a space or a colon" "$work/err"
+  check "libtessera.so in '$odd/' -> 2, program not run" $? "got $rc, out '$(cat "$work/out")', err '$(cat "$work/err")'"
+  "$tessera" run --lib "$work/$odd/libtessera.so" -- sh -c 'echo ran' >"$work/out" 2>"$work/err"
+  rc=$?; [ $rc -eq 2 ] && [ ! -s "$work/out" ] && grep -qF "$work/$odd/libtessera.so cannot be preloaded" "$work/err"
+  check "--lib '$odd/libtessera.so' -> 2, program not run" $? "got $rc, out '$(cat "$work/out")', err '$(cat "$work/err")'"
+done
+
+"$tessera" run --secure --lib "$dir/libtessera.so" -- sh -c 'echo ran' >"$work/out" 2>"$work/err"
+rc=$?; [ $rc -eq 2 ] && [ ! -s "$work/out" ] && grep -q -- "--secure and --lib exclude each other" "$work/err"
+check "--secure with --lib -> 2, program not run" $? "got $rc, err '$(cat "$work/err")'"
 
 # (A program that leaves by _exit, like dash's `exit`, or closes stderr
 # first, like coreutils, cannot show them: use one that returns from main.)
