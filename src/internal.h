@@ -357,7 +357,8 @@ TES_INLINE tes_segment_t *tes_segment_of(const void *p) {
 TES_INLINE unsigned tes_segmap_get(const void *p) {
   uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
   if (tes_unlikely(unit >= TES_SEGMAP_COUNT)) return 0;
-  return (tes_segmap[unit >> 2] >> ((unit & 3) * 2)) & 3;
+  /* Atomic (a plain load on x86): other threads update the byte's other units. */
+  return (__atomic_load_n(&tes_segmap[unit >> 2], __ATOMIC_RELAXED) >> ((unit & 3) * 2)) & 3;
 }
 
 /* A link read from a block another thread may be reusing (walks of bins and
