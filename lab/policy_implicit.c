@@ -9,8 +9,15 @@
  *                   (the rover);
  *   implicit-best   the smallest free block that fits (whole-heap scan,
  *                   stopping early on an exact fit).
- * Invariant specific to this file: the rover is NULL or the start of a block
- * (a block merged into its neighbour moves the rover to the merged block).
+ * The rover follows CS:APP's next fit: a search that finds nothing leaves it
+ * where it was (the request is then served by growing the heap), and when
+ * the rover's free block merges into the block before it, the rover moves to
+ * the merged block. Invariant specific to this file: unless `lost` is set,
+ * the rover is NULL or the start of a block; when the rover's block leaves
+ * the free set other than by being found, `lost` is set and the rover keeps
+ * the address: a merge that covers it points the rover at the merged block,
+ * and otherwise (the block was absorbed by a realloc growing in place) the
+ * next search starts at the block that now holds that address.
  * Called through the lab_policy_t objects listed in policy_registry.c. */
 #include "heap_core.h"
 #include "policy_families.h"
@@ -18,24 +25,42 @@
 /* Per region width (cfg.wide): */
 static char *rover[2]; /* next fit: where the next search starts (NULL: region start) */
 static char *found[2]; /* the block idx_find just returned, about to be allocated */
+static int lost[2];    /* the rover's block left the free set: rover is only an address */
 
-static void idx_init(core_cfg_t cfg) { rover[cfg.wide] = found[cfg.wide] = NULL; }
+static void idx_init(core_cfg_t cfg) {
+  rover[cfg.wide] = found[cfg.wide] = NULL;
+  lost[cfg.wide] = 0;
+}
 
 CORE_INLINE void idx_insert(core_cfg_t cfg, char *b) {
   /* A merge may have swallowed the rover's block: point at the merged one. */
   char **r = &rover[cfg.wide];
-  if (*r > b && *r < b + tag_size((int)cfg.wide, b)) *r = b;
+  if (*r >= b && *r < b + tag_size((int)cfg.wide, b)) {
+    *r = b;
+    lost[cfg.wide] = 0;
+  }
 }
 
 CORE_INLINE void idx_remove(core_cfg_t cfg, char *b) {
   /* The block just found stays a block start (it is allocated at its
    * bottom), so the rover may keep pointing at it; any other block leaving
-   * the free set may be absorbed into a neighbour, so the rover lets go. */
+   * the free set may be absorbed into a neighbour: the rover keeps its
+   * address until a merge places it (idx_insert) or a search needs it. */
   if (b == found[cfg.wide]) {
     found[cfg.wide] = NULL;
     return;
   }
-  if (rover[cfg.wide] == b) rover[cfg.wide] = NULL;
+  if (rover[cfg.wide] == b) lost[cfg.wide] = 1;
+}
+
+/* The start of the block that holds address `at` (a walk from the region's
+ * first block: next fit's searches are linear anyway). */
+static char *block_holding(core_cfg_t cfg, char *at) {
+  int w = (int)cfg.wide;
+  core_region_t *rg = core_region(cfg);
+  for (char *b = rg->first; b != rg->epi; b = tag_next(w, b))
+    if (at < b + tag_size(w, b)) return b;
+  return NULL;
 }
 
 static char *implicit_scan(core_cfg_t cfg, char *from, char *to, size_t asize) {
@@ -50,10 +75,15 @@ CORE_INLINE char *idx_find(core_cfg_t cfg, size_t asize) {
   core_region_t *rg = core_region(cfg);
   if (cfg.fit == FIT_FIRST) return implicit_scan(cfg, rg->first, rg->epi, asize);
   if (cfg.fit == FIT_NEXT) {
+    if (lost[w]) {
+      rover[w] = block_holding(cfg, rover[w]);
+      lost[w] = 0;
+    }
     char *start = rover[w] ? rover[w] : rg->first;
     char *b = implicit_scan(cfg, start, rg->epi, asize);
     if (!b) b = implicit_scan(cfg, rg->first, start, asize);
-    rover[w] = found[w] = b;
+    if (b) rover[w] = b; /* nothing fits: the rover stays (CS:APP) */
+    found[w] = b;
     return b;
   }
   char *best = NULL;
@@ -82,10 +112,13 @@ static int implicit_check(core_cfg_t cfg, char *err, size_t errlen) {
   int w = (int)cfg.wide;
   core_region_t *rg = core_region(cfg);
   if (rover[w]) {
+    /* A block start, or (lost) an address inside the region that the next
+     * search resolves to the block holding it. */
     char *b = rg->first;
-    while (b != rg->epi && b != rover[w]) b = tag_next(w, b);
-    if (b != rover[w])
-      CORE_FAIL("next-fit rover at offset %zu is not a block start", core_heap_off(rover[w]));
+    while (b != rg->epi && (lost[w] ? b + tag_size(w, b) <= rover[w] : b != rover[w])) b = tag_next(w, b);
+    if (b == rg->epi || (!lost[w] && b != rover[w]))
+      CORE_FAIL("next-fit rover at offset %zu is not a block start%s", core_heap_off(rover[w]),
+                lost[w] ? " nor inside the region" : "");
   }
   return 0;
 }

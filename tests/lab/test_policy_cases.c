@@ -315,6 +315,46 @@ static void test_checker_catches(void) {
   }
 }
 
+/* implicit-next only: CS:APP's rover. A search that finds nothing leaves
+ * it in place (the next fitting request resumes there, not at the heap
+ * start), and when the rover's free block merges into the block before it,
+ * the rover moves to the merged block. Both used to send the next search
+ * back to the heap start. Blocks of 16 bytes, so each is one slot apart. */
+static void test_next_fit_rover(void) {
+  if (strcmp(pol->name, "implicit-next") != 0) return;
+  fresh();
+  char *b[8];
+  for (int i = 0; i < 6; i++) b[i] = alloc(16, "rover: six blocks");
+  pol->free(b[0]);
+  pol->free(b[2]);
+  pol->free(b[4]);
+  checked("rover: three holes");
+  char *x = alloc(16, "rover: first hole");
+  char *y = alloc(16, "rover: second hole");
+  EXPECT(x == b[0] && y == b[2], "next fit took %p and %p, not the holes %p and %p", (void *)x, (void *)y,
+         (void *)b[0], (void *)b[2]);
+  pol->free(b[1]); /* a hole before the rover */
+  checked("rover: a hole behind it");
+  alloc(100000, "rover: a request no hole fits (the heap grows)");
+  char *z = alloc(16, "rover: after the failed search");
+  EXPECT(z == b[4], "after a search that found nothing, next fit took %p, not %p where the rover stood (%p is "
+         "the heap start's hole)", (void *)z, (void *)b[4], (void *)b[1]);
+
+  fresh();
+  for (int i = 0; i < 8; i++) b[i] = alloc(16, "rover merge: eight blocks");
+  pol->free(b[3]);
+  pol->free(b[6]);
+  char *r = alloc(16, "rover merge: the first hole");
+  EXPECT(r == b[3], "next fit took %p, not the first hole %p", (void *)r, (void *)b[3]);
+  pol->free(r); /* the rover's block is free again */
+  pol->free(b[0]);
+  pol->free(b[2]); /* merges with the rover's block 3 */
+  checked("rover merge: the rover's block merged into its predecessor");
+  char *m = alloc(8, "rover merge: next request");
+  EXPECT(m == b[2], "after the rover's block merged into block 2, next fit took %p, not the merged block %p "
+         "(%p is the heap start's hole)", (void *)m, (void *)b[2], (void *)b[0]);
+}
+
 /* Wide only: a growth of several mem_sbrk pieces (each an int) of which the
  * cap grants only the first. The request fails with ENOMEM, the block being
  * realloc'ed is intact, the heap consistent, and the granted bytes are a
@@ -363,6 +403,7 @@ int main(void) {
         test_realloc();
         test_exhaustion();
         test_checker_catches();
+        test_next_fit_rover();
         if (wide_mode) test_partial_growth();
       }
     }
