@@ -248,9 +248,22 @@ static uint64_t verify_block(const void *p, uint64_t old_size, uint64_t limit, u
 
 /* ---- crash context --------------------------------------------------------- */
 
+/* What the signal handler names: the trace, the policy and the phase (the
+ * policy's init, the checked pass with its op, or a timed pass, whose loop
+ * does not track ops so as not to time that too). */
+enum { PHASE_NONE, PHASE_INIT, PHASE_CHECKED, PHASE_TIMED };
 static const trace_t *volatile current_trace;
 static const char *volatile current_policy;
 static volatile size_t current_op;
+static volatile int current_phase;
+static volatile unsigned current_pass;
+
+static void set_phase(const trace_t *t, const lab_policy_t *pol, int phase, unsigned pass) {
+  current_trace = t;
+  current_policy = pol->name;
+  current_phase = phase;
+  current_pass = pass;
+}
 
 static void write_str(int fd, const char *s) {
   size_t n = 0;
@@ -267,12 +280,25 @@ static void write_uint(int fd, uint64_t v) {
 
 void driver_write_current_op(int fd) {
   const trace_t *t = current_trace;
-  if (!t || current_op >= t->num_ops) return;
+  int phase = current_phase;
+  if (!t || phase == PHASE_NONE) {
+    write_str(fd, "(outside any trace)");
+    return;
+  }
   write_str(fd, t->name);
-  write_str(fd, ":");
-  write_uint(fd, t->ops[current_op].line);
-  write_str(fd, ": op ");
-  write_uint(fd, current_op + 1);
+  if (phase == PHASE_CHECKED && current_op < t->num_ops) {
+    write_str(fd, ":");
+    write_uint(fd, t->ops[current_op].line);
+    write_str(fd, ": op ");
+    write_uint(fd, current_op + 1);
+  } else if (phase == PHASE_INIT) {
+    write_str(fd, ": in the policy's init");
+  } else if (phase == PHASE_TIMED) {
+    write_str(fd, ": timed pass ");
+    write_uint(fd, current_pass);
+    write_str(fd, " (its checked pass was valid; timed passes do not track ops: an init that does not reset "
+                  "all state, or a heap the last pass left behind, are the usual causes)");
+  }
   write_str(fd, " (policy ");
   write_str(fd, current_policy ? current_policy : "?");
   write_str(fd, ")");
@@ -366,12 +392,14 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
   memset(d->ptr, 0, t->n_slots * sizeof *d->ptr);
   memset(d->size, 0, t->n_slots * sizeof *d->size);
   if (!driver_is_system(pol)) mem_reset_brk();
+  set_phase(t, pol, PHASE_INIT, 0);
   if (pol->init(align) < 0) {
     snprintf(out->error, sizeof out->error, "%s: %s: init failed", t->name, pol->name);
+    current_phase = PHASE_NONE;
     return 1;
   }
-  current_trace = t;
-  current_policy = pol->name;
+  current_op = 0;
+  current_phase = PHASE_CHECKED;
   size_t every = checker_stride(cfg, t->num_ops);
   int rc = 0;
   for (size_t i = 0; i < t->num_ops && rc == 0; i++) {
@@ -451,7 +479,7 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
   if (rc == 0 && pol->check && !checked_last && run_checker(pol, out, check_err, sizeof check_err) != 0)
     snprintf(out->error, sizeof out->error, "%s: heap check failed at the end: %s", t->name,
              check_err), rc = 1;
-  current_trace = NULL;
+  current_phase = PHASE_NONE;
   out->heap_bytes = driver_is_system(pol) ? 0 : mem_heapsize();
   if (driver_is_system(pol)) {  /* what the trace left live */
     for (size_t s = 0; s < t->n_slots; s++) free(d->ptr[s]);
@@ -469,10 +497,11 @@ static double now_seconds(void) {
 
 /* One replay with no checks; -1 when init fails. The loop only calls the
  * policy and stores the result: nothing else allocates or branches on data. */
-static double timed_pass(driver_t *d, const lab_policy_t *pol, const trace_t *t, size_t align) {
+static double timed_pass(driver_t *d, const lab_policy_t *pol, const trace_t *t, size_t align, unsigned pass) {
   void **ptr = d->ptr;
   memset(ptr, 0, t->n_slots * sizeof *ptr);
   if (!driver_is_system(pol)) mem_reset_brk();
+  set_phase(t, pol, PHASE_TIMED, pass);
   if (pol->init(align) < 0) return -1;
   const trace_op_t *ops = t->ops;
   size_t n = t->num_ops;
@@ -486,6 +515,7 @@ static double timed_pass(driver_t *d, const lab_policy_t *pol, const trace_t *t,
     }
   }
   double secs = now_seconds() - start;
+  current_phase = PHASE_NONE;
   if (driver_is_system(pol))
     for (size_t s = 0; s < t->n_slots; s++) free(ptr[s]);
   return secs;
@@ -522,7 +552,7 @@ int driver_run(driver_t *d, const lab_policy_t *pol, const trace_t *t,
   double secs[64];
   if (runs > 64) runs = 64;
   for (unsigned r = 0; r < runs; r++) {
-    secs[r] = timed_pass(d, pol, t, align);
+    secs[r] = timed_pass(d, pol, t, align, r + 1);
     if (secs[r] < 0) {
       snprintf(out->error, sizeof out->error, "%s: %s: init failed", t->name, pol->name);
       out->valid = false;

@@ -16,7 +16,9 @@
 /* ---- fake policies over memlib ---------------------------------------------- */
 
 /* The fault each fake policy injects. */
-enum fault_e { F_NONE, F_MISALIGN, F_OUTSIDE, F_OVERLAP, F_CLOBBER, F_NOCOPY, F_NULL, F_CHECK, F_REPORT };
+enum fault_e { F_NONE, F_MISALIGN, F_OUTSIDE, F_OVERLAP, F_CLOBBER, F_NOCOPY, F_NULL, F_CHECK, F_REPORT,
+               F_REPORT_INIT, F_REPORT_TIMED };
+static int inits;           /* F_REPORT_INIT / _TIMED: init calls since the fault was set */
 static int report_fd = -1;  /* F_REPORT: where the crash context is written */
 static enum fault_e fault;
 static size_t fake_align;
@@ -27,6 +29,8 @@ static char *last_block;
 static size_t round_up(size_t n) { return (n + fake_align - 1) & ~(fake_align - 1); }
 
 static int fake_init(size_t align) {
+  inits++;
+  if (fault == F_REPORT_INIT && inits == 1) driver_write_current_op(report_fd); /* as a crash in init would */
   fake_align = align;
   calls = 0;
   check_calls = 0;
@@ -40,6 +44,7 @@ static void *fake_malloc(size_t size) {
   calls++;
   if (fault == F_NULL && calls == 3) return NULL;
   if (fault == F_REPORT && calls == 3) driver_write_current_op(report_fd);  /* as a crash handler would */
+  if (fault == F_REPORT_TIMED && inits == 2 && calls == 3) driver_write_current_op(report_fd); /* timed pass 1 */
   if (fault == F_OVERLAP && calls == 3) return last_block + 16;
   if (fault == F_OUTSIDE && calls == 3) {
     static _Alignas(16) char elsewhere[64];
@@ -213,12 +218,31 @@ static void test_crash_context(driver_t *d) {
   fault = F_REPORT;
   CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_only = true}, &r) == 0);
   fault = F_NONE;
-  driver_write_current_op(fds[1]);  /* outside a pass: nothing */
+  CHECK(write(fds[1], "|", 1) == 1);
+  driver_write_current_op(fds[1]);  /* outside a pass */
+  CHECK(write(fds[1], "|", 1) == 1);
+  /* A crash in the policy's init, and one in a timed pass (a student's init
+   * that does not reset everything): the trace and the phase are named
+   * (both used to print nothing after "while replaying"). */
+  fault = F_REPORT_INIT;
+  inits = 0;
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .check_only = true}, &r) == 0);
+  CHECK(write(fds[1], "|", 1) == 1);
+  fault = F_REPORT_TIMED;
+  inits = 0;
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 16, .runs = 1}, &r) == 0);
+  fault = F_NONE;
   close(fds[1]);
-  char buf[256] = {0};
+  char buf[1024] = {0};
   ssize_t n = read(fds[0], buf, sizeof buf - 1);
   close(fds[0]);
-  CHECK(n > 0 && !strcmp(buf, "small.rep:7: op 3 (policy fake)"));
+  static const char expected_head[] = "small.rep:7: op 3 (policy fake)|(outside any trace)|"
+                                      "small.rep: in the policy's init (policy fake)|"
+                                      "small.rep: timed pass 1 (its checked pass was valid";
+  static const char expected_tail[] = ") (policy fake)";
+  size_t len = strlen(buf);
+  CHECK(n > 0 && !strncmp(buf, expected_head, sizeof expected_head - 1));
+  CHECK(len > sizeof expected_tail && !strcmp(buf + len - (sizeof expected_tail - 1), expected_tail));
   trace_free(&t);
 }
 
