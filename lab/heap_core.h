@@ -71,6 +71,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,8 +82,16 @@
 #define CORE_NARROW_MAX_REQUEST ((size_t)INT_MAX - 64)
 #define CORE_NARROW_MAX_REGION  ((size_t)UINT32_MAX - 64)
 /* The wide format: far beyond any heap (the trace reader stops at 2^48), and
- * small enough that size + tags + alignment never overflows. */
+ * small enough that size + tags + alignment never overflows. With a 32-bit
+ * size_t (the classic handout builds with -m32) 1 << 56 folded to 0 and no
+ * wide request could ever succeed: after one request above the narrow
+ * format's, the heap could not grow again. */
+#if SIZE_MAX > UINT32_MAX
 #define CORE_WIDE_MAX_REQUEST   ((size_t)1 << 56)
+#else
+#define CORE_WIDE_MAX_REQUEST   ((size_t)SIZE_MAX - 4096)
+#endif
+_Static_assert(CORE_WIDE_MAX_REQUEST > CORE_NARROW_MAX_REQUEST, "the wide format serves what the narrow one cannot");
 /* Largest single mem_sbrk increment (an int, a multiple of any alignment). */
 #define CORE_SBRK_PIECE         ((size_t)INT_MAX & ~(size_t)63)
 
