@@ -349,12 +349,24 @@ static int accept_block(driver_t *d, const lab_policy_t *pol, const trace_t *t, 
   return 0;
 }
 
+/* Bytes a block needs beyond its payload, at most, in any lab policy: tags
+ * (two 8-byte words in the wide format), alignment padding, a prologue or
+ * epilogue. A request within this of the cap's remaining bytes may not fit
+ * with them: out of memory, not the policy's fault. */
+#define DRIVER_BLOCK_OVERHEAD_MAX 64
+
 static int null_result(const lab_policy_t *pol, const trace_t *t, size_t i, uint64_t size,
                        driver_result_t *out) {
-  if (!driver_is_system(pol) && size > mem_cap() - mem_heapsize()) {
+  size_t room = driver_is_system(pol) ? 0 : mem_cap() - mem_heapsize();
+  if (!driver_is_system(pol) && size > room) {
     out->out_of_memory = true;
     return op_error(out, t, i, "out of memory: the heap (%zu bytes) cannot grow by %llu within "
                     "its cap of %zu bytes", mem_heapsize(), (unsigned long long)size, mem_cap());
+  }
+  if (!driver_is_system(pol) && size + DRIVER_BLOCK_OVERHEAD_MAX > room) {
+    out->out_of_memory = true;
+    return op_error(out, t, i, "out of memory: %zu bytes of the heap cap are left, too few for %llu bytes "
+                    "and the block's tags and alignment", room, (unsigned long long)size);
   }
   if (driver_is_system(pol)) {  /* the system decides what fits: NULL is out of memory */
     int e = errno;

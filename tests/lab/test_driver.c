@@ -257,6 +257,15 @@ static void test_out_of_memory(driver_t *d) {
   CHECK(r.out_of_memory && !r.valid);
   CHECK(strstr(r.error, "small.rep:6: op 2 (a 1 40000): out of memory: the heap (") == r.error);
   trace_free(&t);
+  /* A request just under the cap's remaining bytes, too close to hold its
+   * header too: out of memory, not the policy's fault (it was reported as
+   * "returned NULL with 65536 bytes of heap cap still free"). */
+  load(&t, "1000\n1\n1\n1\na 0 65530\n");
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 8, .check_only = true}, &r) == 1);
+  CHECK(r.out_of_memory && !r.valid);
+  CHECK(!strcmp(r.error, "small.rep:5: op 1 (a 0 65530): out of memory: 65536 bytes of the heap cap are left, "
+                         "too few for 65530 bytes and the block's tags and alignment"));
+  trace_free(&t);
   /* More than the whole cap: refused up front, naming the request. */
   load(&t, "1000\n2\n3\n1\na 0 1000\nr 0 100000\nf 0\n");
   CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 8, .check_only = true}, &r) == 1);
