@@ -22,7 +22,12 @@ void mem_deinit(void);
 
 /* Grow the break by incr bytes and return the old break. A negative incr, or
  * one past the cap, returns (void *)-1 with errno = ENOMEM and leaves the
- * break where it was. */
+ * break where it was. The lab's takes an intptr_t (its wide growths); the
+ * handout's takes an int, and a student's mm.c loaded by `tessera lab --mm`
+ * links against that one (lab/student.c), so the lab's own is renamed here.
+ * Policy code calls mem_sbrk either way, and compiles unchanged in a
+ * handout. */
+#define mem_sbrk lab_mem_sbrk
 void *mem_sbrk(intptr_t incr);
 
 void mem_reset_brk(void);        /* empty the heap: break back to the start */

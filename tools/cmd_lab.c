@@ -24,6 +24,7 @@
 #include "driver.h"
 #include "memlib.h"
 #include "policy.h"
+#include "student.h"
 #include "trace.h"
 #include "tracegen.h"
 
@@ -37,6 +38,7 @@ typedef enum output_e { OUT_TABLE, OUT_CSV, OUT_JSON } output_t;
 typedef struct lab_args_s {
   const char **policy_names;
   size_t n_policy_names;
+  const char *mm_path;      /* --mm: a student's mm.c as a shared object */
   bool compare, system, list_policies;
   output_t output;
   driver_config_t cfg;
@@ -60,6 +62,9 @@ static void lab_usage(FILE *out) {
     "Which allocator:\n"
     "  --policy NAME[,NAME...]  replay on these policies (default: the best one)\n"
     "  --compare                replay on every policy, side by side\n"
+    "  --mm PATH.so             a student's malloc-lab mm.c, built as a shared object\n"
+    "                           (cc -shared -fPIC -O2 -o mm.so mm.c), graded as a policy\n"
+    "                           (alone, or added to --policy/--compare)\n"
     "  --system                 the C library's malloc/free/realloc as a pseudo-policy\n"
     "                           (alone, or added to --policy/--compare); no utilization\n"
     "  --list-policies          list the policies (* marks the default) and exit\n"
@@ -710,7 +715,7 @@ static int add_policy_names(lab_args_t *a, char *list) {
 
 static int parse_args(int argc, char **argv, lab_args_t *a) {
   enum { O_POLICY = 256, O_COMPARE, O_SYSTEM, O_LIST, O_ALIGN, O_CSV, O_JSON, O_CHECK,
-         O_CHECK_EVERY, O_CHECK_BUDGET, O_CHECK_ONLY, O_HEAP_CAP, O_REFERENCE, O_RUNS };
+         O_CHECK_EVERY, O_CHECK_BUDGET, O_CHECK_ONLY, O_HEAP_CAP, O_REFERENCE, O_RUNS, O_MM };
   static const struct option opts[] = {
     {"policy", required_argument, 0, O_POLICY}, {"compare", no_argument, 0, O_COMPARE},
     {"system", no_argument, 0, O_SYSTEM}, {"list-policies", no_argument, 0, O_LIST},
@@ -720,6 +725,7 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
     {"check-budget", required_argument, 0, O_CHECK_BUDGET},
     {"check-only", no_argument, 0, O_CHECK_ONLY}, {"heap-cap", required_argument, 0, O_HEAP_CAP},
     {"reference", required_argument, 0, O_REFERENCE}, {"runs", required_argument, 0, O_RUNS},
+    {"mm", required_argument, 0, O_MM},
     {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
   };
   a->cfg.runs = DEFAULT_RUNS;
@@ -732,6 +738,13 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
     switch (c) {
     case O_POLICY:
       if (add_policy_names(a, optarg) < 0) return -1;
+      break;
+    case O_MM:
+      if (a->mm_path) {
+        fprintf(stderr, "tessera lab: --mm: one student mm.c per run\n");
+        return -1;
+      }
+      a->mm_path = optarg;
       break;
     case O_COMPARE: a->compare = true; break;
     case O_SYSTEM: a->system = true; break;
@@ -851,7 +864,7 @@ int cmd_lab(int argc, char **argv) {
   }
 
   /* Policies to run, in the order asked (registry order for --compare). */
-  const lab_policy_t **chosen = calloc(64 + a.n_policy_names, sizeof *chosen);
+  const lab_policy_t **chosen = calloc(66 + a.n_policy_names, sizeof *chosen); /* 63 + system + mm */
   size_t n_chosen = 0;
   int status = 2;
   trace_list_t traces = {0};
@@ -873,7 +886,16 @@ int cmd_lab(int argc, char **argv) {
       }
       chosen[n_chosen++] = p;
     }
-    if (n_chosen == 0 && !a.system) chosen[n_chosen++] = lab_policy_default();
+    if (n_chosen == 0 && !a.system && !a.mm_path) chosen[n_chosen++] = lab_policy_default();
+  }
+  if (a.mm_path) {
+    char why[512];
+    const lab_policy_t *mm = lab_student_load(a.mm_path, why, sizeof why);
+    if (!mm) {
+      fprintf(stderr, "tessera lab: --mm: %s\n", why);
+      goto out;
+    }
+    chosen[n_chosen++] = mm;
   }
   if (a.system) {
     bool have = false;

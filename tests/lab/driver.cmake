@@ -26,6 +26,12 @@ add_test(NAME lab.generated_compare
 set_tests_properties(lab.generated_compare PROPERTIES
   FIXTURES_REQUIRED lab_generated_traces TIMEOUT 300)
 
+# `tessera lab --mm`: a student's mm.c (a shared object) graded as a policy.
+add_test(NAME lab.student_mm
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/student_mm.sh ${CMAKE_C_COMPILER} ${PROJECT_SOURCE_DIR}
+          ${CMAKE_CURRENT_BINARY_DIR}/student_mm $<TARGET_FILE:tessera>)
+set_tests_properties(lab.student_mm PROPERTIES TIMEOUT 120)
+
 add_test(NAME lab.demo COMMAND tessera lab --runs 1)
 set_tests_properties(lab.demo PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "Perf index = ")
 

@@ -1,0 +1,40 @@
+/* A student's mm.c with a classic bug, for `tessera lab --mm` (tests/lab/
+ * student_mm.sh): a bump allocator whose realloc copies one byte too few,
+ * and, with -DOVERLAP, whose third block overlaps the second. Built with
+ * the mock handout's memlib.h (tests/lab/handout). */
+#include <string.h>
+
+#include "memlib.h"
+#include "mm.h"
+
+team_t team = {"broken", "A Student", "student@example.edu", "", ""};
+
+#define ALIGN8(n) (((n) + 7) & ~(size_t)7)
+
+static int blocks;
+
+int mm_init(void) {
+  blocks = 0;
+  return 0;
+}
+
+void *mm_malloc(size_t size) {
+  char *p = mem_sbrk((int)(ALIGN8(size) + 8));
+  if (p == (void *)-1) return NULL;
+  memcpy(p, &size, sizeof size);
+#ifdef OVERLAP
+  if (++blocks == 3) return p - 8; /* into the previous block's payload */
+#endif
+  return p + 8;
+}
+
+void mm_free(void *ptr) { (void)ptr; }
+
+void *mm_realloc(void *ptr, size_t size) {
+  void *q = mm_malloc(size);
+  if (ptr == NULL || q == NULL) return q;
+  size_t old;
+  memcpy(&old, (char *)ptr - 8, sizeof old);
+  memcpy(q, ptr, (old < size ? old : size) - 1); /* the bug: one byte short */
+  return q;
+}
