@@ -427,8 +427,16 @@ static int run_policy(driver_t *d, policy_run_t *run, const trace_list_t *traces
                       const driver_config_t *cfg, bool print_errors) {
   run->results = calloc(traces->n ? traces->n : 1, sizeof *run->results);
   if (!run->results) return -1;
+  /* On a terminal, one line that says which trace runs now: slow code (an
+   * O(n^2) search on the binary traces takes minutes) is then visibly at
+   * work, not hung. Rewritten in place and cleared; never in a file. */
+  bool progress = isatty(2);
   for (size_t i = 0; i < traces->n; i++) {
+    if (progress)
+      fprintf(stderr, "\r\033[Ktessera lab: %s: trace %zu of %zu, %s ...", run->policy->name, i + 1, traces->n,
+              trace_basename(&traces->items[i]));
     int rc = driver_run(d, run->policy, &traces->items[i], cfg, &run->results[i]);
+    if (progress) fprintf(stderr, "\r\033[K");
     if (rc < 0) {
       fprintf(stderr, "tessera lab: %s\n", run->results[i].error);
       return -1;

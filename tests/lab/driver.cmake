@@ -32,6 +32,16 @@ add_test(NAME lab.student_mm
           ${CMAKE_CURRENT_BINARY_DIR}/student_mm $<TARGET_FILE:tessera>)
 set_tests_properties(lab.student_mm PROPERTIES TIMEOUT 120)
 
+# On a terminal (script(1) gives one) a progress line names the trace being
+# replayed; into a file, nothing of it.
+add_test(NAME lab.progress
+  COMMAND sh -c "command -v script >/dev/null || { echo 'SKIP: no script(1)'; exit 77; }
+    tty=$(script -qc \"$1 lab --check-only --policy implicit-first $2\" /dev/null) &&
+    echo \"$tty\" | grep -q 'implicit-first: trace 1 of 1, classic-small.rep ...' &&
+    $1 lab --check-only --policy implicit-first $2 2>err.txt >/dev/null && ! grep -q 'trace 1 of 1' err.txt"
+    sh $<TARGET_FILE:tessera> ${CMAKE_CURRENT_SOURCE_DIR}/traces/good/classic-small.rep)
+set_tests_properties(lab.progress PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
+
 add_test(NAME lab.demo COMMAND tessera lab --runs 1)
 set_tests_properties(lab.demo PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "Perf index = ")
 
