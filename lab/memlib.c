@@ -12,6 +12,12 @@ static char *heap_start;  /* first byte of the reserved region */
 static char *heap_brk;    /* current break: first byte past the heap */
 static size_t heap_cap;   /* bytes reserved */
 static size_t sbrk_calls;
+static char *guard_from;  /* mem_guard on: the first PROT_NONE byte (the break's page end); else NULL */
+
+static char *page_end(char *p) {
+  size_t page = mem_pagesize();
+  return heap_start + (((size_t)(p - heap_start) + page - 1) & ~(page - 1));
+}
 
 int mem_init_cap(size_t cap) {
   mem_deinit();
@@ -37,7 +43,7 @@ void mem_init(void) {
 
 void mem_deinit(void) {
   if (heap_start) munmap(heap_start, heap_cap);
-  heap_start = heap_brk = NULL;
+  heap_start = heap_brk = guard_from = NULL;
   heap_cap = 0;
   sbrk_calls = 0;
 }
@@ -48,9 +54,39 @@ void *mem_sbrk(intptr_t incr) {
     return (void *)-1;
   }
   char *old = heap_brk;
+  if (guard_from && page_end(heap_brk + incr) > guard_from) {
+    char *to = page_end(heap_brk + incr);
+    if (mprotect(guard_from, (size_t)(to - guard_from), PROT_READ | PROT_WRITE) != 0) {
+      errno = ENOMEM;
+      return (void *)-1;
+    }
+    guard_from = to;
+  }
   heap_brk += incr;
   sbrk_calls++;
   return old;
+}
+
+/* Guard mode: every page past the break's page is PROT_NONE, so a write past
+ * the break (a footer or epilogue one word too far, a block that runs over
+ * the heap's end) faults at once instead of landing in memory the next
+ * mem_sbrk hands out. Within the break's own page it still goes unseen. An
+ * mprotect per growth that crosses a page: the driver turns it on for its
+ * checked pass only, never for a timed one. */
+int mem_guard(int on) {
+  if (!heap_start) return -1;
+  if (on && !guard_from) {
+    char *from = page_end(heap_brk);
+    if (from < heap_start + heap_cap && mprotect(from, (size_t)(heap_start + heap_cap - from), PROT_NONE) != 0)
+      return -1;
+    guard_from = from;
+  } else if (!on && guard_from) {
+    if (guard_from < heap_start + heap_cap &&
+        mprotect(guard_from, (size_t)(heap_start + heap_cap - guard_from), PROT_READ | PROT_WRITE) != 0)
+      return -1;
+    guard_from = NULL;
+  }
+  return 0;
 }
 
 /* Pages below this stay resident across resets (see mem_reset_brk). */
@@ -102,6 +138,10 @@ void mem_reset_brk(void) {
   }
   heap_brk = heap_start;
   sbrk_calls = 0;
+  if (guard_from && guard_from > heap_start) { /* the guard starts over with the heap */
+    mprotect(heap_start, (size_t)(guard_from - heap_start), PROT_NONE);
+    guard_from = heap_start;
+  }
 }
 
 void *mem_heap_lo(void) { return heap_start; }

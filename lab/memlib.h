@@ -31,6 +31,10 @@ void mem_deinit(void);
 void *mem_sbrk(intptr_t incr);
 
 void mem_reset_brk(void);        /* empty the heap: break back to the start */
+/* 1: pages past the break's page are PROT_NONE (a write past the break
+ * faults); 0: the whole region is writable again. 0, or -1 if mprotect
+ * failed. The driver guards its checked passes. */
+int mem_guard(int on);
 void *mem_heap_lo(void);         /* first byte of the heap */
 void *mem_heap_hi(void);         /* last byte of the heap (break - 1) */
 size_t mem_heapsize(void);       /* break - start */

@@ -4,8 +4,9 @@
 # classic handout (tests/lab/handout), graded by the lab driver.
 #  1. make_mm.sh's mm.c for segregated-apart, loaded with --mm, scores
 #     exactly as the built-in policy on the project's own traces;
-#  2. a student's realloc that loses a byte, and a block that overlaps the
-#     one before it, are reported with the trace, line and op;
+#  2. a student's realloc that loses a byte, a block that overlaps the one
+#     before it, and a write a page past the break (the checked pass guards
+#     the heap's end) are reported with the trace, line and op;
 #  3. a bare file name, a missing mm_realloc and an object that brings its
 #     own memlib are refused with exit 2.
 set -u
@@ -49,6 +50,9 @@ expect "a realloc that loses a byte" 1 "mm:realloc_bug.so: .*classic-small.rep:[
 so overlap_bug.so "$here/student/mm_broken.c" -DOVERLAP
 expect "a block overlapping its neighbour" 1 "overlaps the live payload of id" \
   "$tessera" lab --check-only --mm ./overlap_bug.so "$traces"
+so past_break.so "$here/student/mm_broken.c" -DPAST_BREAK
+expect "a write a page past the break" 139 "crashed (signal 11) while replaying .*classic-small.rep:[0-9]*: op 2 (policy mm:past_break.so)" \
+  "$tessera" lab --check-only --mm ./past_break.so "$traces"
 expect "a bare file name" 2 "give a path (./mm.so)" "$tessera" lab --check-only --mm mm.so "$traces"
 sed 's/^void \*mm_realloc/static void *unused_realloc/' "$here/student/mm_broken.c" >norealloc.c
 so norealloc.so norealloc.c -Wno-unused-function

@@ -1,7 +1,9 @@
 /* A student's mm.c with a classic bug, for `tessera lab --mm` (tests/lab/
- * student_mm.sh): a bump allocator whose realloc copies one byte too few,
- * and, with -DOVERLAP, whose third block overlaps the second. Built with
- * the mock handout's memlib.h (tests/lab/handout). */
+ * student_mm.sh): a bump allocator whose realloc copies one byte too few;
+ * with -DOVERLAP, whose third block overlaps the second; with
+ * -DPAST_BREAK, which writes a word a page past the break (an epilogue put
+ * in the wrong place). Built with the mock handout's memlib.h
+ * (tests/lab/handout). */
 #include <string.h>
 
 #include "memlib.h"
@@ -22,6 +24,9 @@ void *mm_malloc(size_t size) {
   char *p = mem_sbrk((int)(ALIGN8(size) + 8));
   if (p == (void *)-1) return NULL;
   memcpy(p, &size, sizeof size);
+#ifdef PAST_BREAK
+  if (++blocks == 2) memcpy((char *)mem_heap_hi() + 1 + 4096, &size, sizeof size);
+#endif
 #ifdef OVERLAP
   if (++blocks == 3) return p - 8; /* into the previous block's payload */
 #endif
