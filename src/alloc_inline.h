@@ -96,9 +96,22 @@ TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
    * then tests it in memory and decrements tally with one instruction,
    * instead of loading, testing, decrementing and storing the word. */
   if (tes_likely(__atomic_load_n((const uint8_t *)&bin->tally, __ATOMIC_RELAXED) != 0)) {
-    block->next = bin->head;
+    tes_block_t *head = bin->head;
+    /* The default build's one double-free check: a block freed twice in a
+     * row finds itself at the head of its list (one compare on a value
+     * loaded anyway). Linked twice, it was handed out twice and the
+     * program crashed later, far from the bug. */
+    if (tes_unlikely(head == block)) {
+      tes_report_double_free(page, block);
+      return;
+    }
+    block->next = head;
     bin->head = block;
     bin->tally--;
+    return;
+  }
+  if (tes_unlikely(page->local_free == block)) {
+    tes_report_double_free(page, block);
     return;
   }
 #endif

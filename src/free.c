@@ -36,6 +36,8 @@ static void count_free(bool large) {
 
 void tes_free_local_block(tes_page_t *page, tes_block_t *block) { tes_page_push_local(page, block); }
 
+void tes_report_double_free(const tes_page_t *page, const void *p) { tes_report_error(TES_ERR_DOUBLE_FREE, p, page); }
+
 void tes_page_free_event(tes_page_t *page) {
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
   if (page->in_full) tes_heap_page_unfull(heap, page);

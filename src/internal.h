@@ -555,6 +555,10 @@ tes_segment_t *tes_owned_segment(const void *p, bool report); /* validate for fr
 typedef enum { TES_ERR_INVALID_FREE, TES_ERR_DOUBLE_FREE, TES_ERR_OVERFLOW, TES_ERR_CORRUPT } tes_error_kind_t;
 void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *page);
 void tes_report_unowned(const void *p); /* no live block at p: double free of a large block, or invalid */
+/* The default build's free found p at the head of its list: reported (and,
+ * by default, abort); with TESSERA_ABORT_ON_ERROR=0 the second free is
+ * ignored. Out of line, off the fast path. */
+void tes_report_double_free(const tes_page_t *page, const void *p) __attribute__((cold, noinline));
 void tes_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- options.c / stats.c --------------------------------------------------- */
