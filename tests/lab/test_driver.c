@@ -246,6 +246,21 @@ static void test_crash_context(driver_t *d) {
   trace_free(&t);
 }
 
+/* Replays trace_text on the fake policy (checked pass only): the run must
+ * be invalid, out of memory, with exactly this error. */
+static void expect_out_of_memory(driver_t *d, const char *trace_text, const char *error) {
+  trace_t t;
+  load(&t, trace_text);
+  driver_result_t r;
+  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 8, .check_only = true}, &r) == 1);
+  CHECK(r.out_of_memory && !r.valid);
+  if (strcmp(r.error, error) != 0) {
+    fprintf(stderr, "error was: %s\n", r.error);
+    CHECK(!strcmp(r.error, error));
+  }
+  trace_free(&t);
+}
+
 static void test_out_of_memory(driver_t *d) {
   /* A 64 KiB heap holding 40000 bytes cannot hold 40000 more: legitimately
    * NULL, and reported as out of memory (the run is invalid). */
@@ -260,19 +275,13 @@ static void test_out_of_memory(driver_t *d) {
   /* A request just under the cap's remaining bytes, too close to hold its
    * header too: out of memory, not the policy's fault (it was reported as
    * "returned NULL with 65536 bytes of heap cap still free"). */
-  load(&t, "1000\n1\n1\n1\na 0 65530\n");
-  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 8, .check_only = true}, &r) == 1);
-  CHECK(r.out_of_memory && !r.valid);
-  CHECK(!strcmp(r.error, "small.rep:5: op 1 (a 0 65530): out of memory: 65536 bytes of the heap cap are left, "
-                         "too few for 65530 bytes and the block's tags and alignment"));
-  trace_free(&t);
+  expect_out_of_memory(d, "1000\n1\n1\n1\na 0 65530\n",
+                       "small.rep:5: op 1 (a 0 65530): out of memory: 65536 bytes of the heap cap are left, "
+                       "too few for 65530 bytes and the block's tags and alignment");
   /* More than the whole cap: refused up front, naming the request. */
-  load(&t, "1000\n2\n3\n1\na 0 1000\nr 0 100000\nf 0\n");
-  CHECK(driver_run(d, &fake, &t, &(driver_config_t){.align = 8, .check_only = true}, &r) == 1);
-  CHECK(r.out_of_memory && !r.valid);
-  CHECK(!strcmp(r.error, "small.rep:6: op 2 (r 0 100000): out of memory: a request of 100000 bytes is "
-                         "larger than the whole heap cap of 65536 bytes (--heap-cap)"));
-  trace_free(&t);
+  expect_out_of_memory(d, "1000\n2\n3\n1\na 0 1000\nr 0 100000\nf 0\n",
+                       "small.rep:6: op 2 (r 0 100000): out of memory: a request of 100000 bytes is "
+                       "larger than the whole heap cap of 65536 bytes (--heap-cap)");
   /* ... before a real policy grows its heap towards the cap in pieces: a
    * 5 GB request under a 4 GiB cap left the heap at 4294967200 bytes, and
    * the message quoted that heap. (Address space only: nothing is touched.) */
