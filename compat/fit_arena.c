@@ -25,40 +25,35 @@ void *fit_bins_arena_malloc(fit_arena_t *a, size_t size) { return fit_arena_mall
 
 void fit_bins_arena_free(fit_arena_t *a, fit_block_t *b) { fit_arena_free_k(a, b, FIT_INDEX_SIZE_BINS); }
 
-/* Writes "tessera fit: WHO(0x...): WHY\n" with write(2): stdio could move the
- * program break under us, and this runs when something is already wrong. */
-/* One line on stderr for an environment variable with a value it does not
- * take: "tessera fit: ignoring NAME=VALUE: expected ...; using ...". */
-void fit_warn_env(const char *name, const char *value, const char *expected) {
+/* One line on stderr: the parts, then a newline, with write(2): stdio could
+ * move the program break under us, and these run when something is already
+ * wrong. A line longer than the buffer is cut. */
+static void write_line(const char *const *parts, size_t count) {
   char line[200];
   size_t n = 0;
-  const char *parts[] = {"tessera fit: ignoring ", name, "=\"", value, "\": expected ", expected, "\n"};
-  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-    for (const char *s = parts[i]; *s && n < sizeof line - 2; s++) line[n++] = *s;
-  if (line[n - 1] != '\n') line[n++] = '\n';
+  for (size_t i = 0; i < count; i++)
+    for (const char *s = parts[i]; *s && n < sizeof line - 1; s++) line[n++] = *s;
+  line[n++] = '\n';
   ssize_t ignored = write(2, line, n);
   (void)ignored;
 }
 
+/* "tessera fit: ignoring NAME="VALUE": expected ...; using ...". */
+void fit_warn_env(const char *name, const char *value, const char *expected) {
+  const char *parts[] = {"tessera fit: ignoring ", name, "=\"", value, "\": expected ", expected};
+  write_line(parts, sizeof parts / sizeof parts[0]);
+}
+
+/* "tessera fit: WHO(0x...): WHY". */
 void fit_report_bad_free(const char *who, const void *ptr, const char *why) {
-  char line[160];
-  size_t n = 0;
-  const char *parts[] = {"tessera fit: ", who, "(0x"};
-  for (size_t i = 0; i < 3; i++)
-    for (const char *s = parts[i]; *s && n < sizeof line - 40; s++) line[n++] = *s;
   uintptr_t v = (uintptr_t)ptr;
-  char hex[2 * sizeof v];
-  size_t h = 0;
+  char hex[2 * sizeof v + 1];
+  size_t h = sizeof hex - 1;
+  hex[h] = '\0';
   do {
-    hex[h++] = "0123456789abcdef"[v & 15];
+    hex[--h] = "0123456789abcdef"[v & 15];
     v >>= 4;
-  } while (v && h < sizeof hex);
-  while (h) line[n++] = hex[--h];
-  line[n++] = ')';
-  line[n++] = ':';
-  line[n++] = ' ';
-  for (const char *s = why; *s && n < sizeof line - 1; s++) line[n++] = *s;
-  line[n++] = '\n';
-  ssize_t ignored = write(2, line, n);
-  (void)ignored;
+  } while (v && h > 0);
+  const char *parts[] = {"tessera fit: ", who, "(0x", hex + h, "): ", why};
+  write_line(parts, sizeof parts / sizeof parts[0]);
 }

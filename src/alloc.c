@@ -102,14 +102,6 @@ static void *realloc_moved(tes_counters_t *counters, void *p, size_t old_usable,
   return q;
 }
 
-/* Bytes of a small/medium block that a request may use: all of it, or in
- * the hardened build all but the padding (canary and size word). */
-#if TES_SECURE
-#define REALLOC_PADDING TES_PADDING
-#else
-#define REALLOC_PADDING 0
-#endif
-
 /* realloc of p, a live block of the small/medium `page` holding `old` bytes
  * (its usable size), to `size`. In place while the block's class still
  * fits and is not twice too big (the hardened build re-arms its padding for
@@ -132,8 +124,8 @@ static TES_NOINLINE void *realloc_small_move(tes_heap_t *heap, tes_counters_t *c
 
 TES_INLINE void *realloc_small(tes_heap_t *heap, tes_counters_t *counters, tes_page_t *page, void *p, size_t old,
                                size_t size) {
-  size_t room = page->block_size - REALLOC_PADDING;
-  if (tes_likely(size <= room && size + REALLOC_PADDING >= page->block_size / 2)) {
+  size_t room = page->block_size - TES_PADDING; /* the hardened build's canary and size word: 0 here else */
+  if (tes_likely(size <= room && size + TES_PADDING >= page->block_size / 2)) {
 #if TES_SECURE
     tes_secure_arm(page, p, size);
 #endif

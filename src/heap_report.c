@@ -2,7 +2,7 @@
  * and the exit hook behind `tessera run --heap-report`.
  *
  * The report walks every live block with tes_heap_visit and tallies blocks
- * and bytes per size class into fixed arrays on the stack: it must not
+ * and bytes per size class into fixed arrays: it must not
  * allocate through the heap it is walking (the visitor contract), and it
  * runs at exit when the heap may be in any state. Class sizes and the
  * committed/in-use gauges come from tes_stats_get. The tallies and the text
@@ -16,9 +16,6 @@
  * it is read and parsed as they are (tes_os_getenv, tes_options_parse_long):
  * the same syntax, the same warning, ignored in secure execution. */
 #include "internal.h"
-
-#include <stdlib.h>
-#include <string.h>
 
 typedef struct class_tally_s {
   uint64_t blocks[TES_STATS_MAX_CLASSES];

@@ -566,7 +566,7 @@ void tes_options_init(void);
 bool tes_options_parse_long(const char *text, long *out); /* the TESSERA_* integer syntax */
 #define TES_REPORT_SCRATCH_BYTES 16384
 extern tes_lock_t tes_report_scratch_lock;
-void *tes_report_scratch_take(size_t size); /* zeroed; locked until given back */
+void *tes_report_scratch_take(size_t size); /* size <= TES_REPORT_SCRATCH_BYTES (checked at compile time by the callers); zeroed; locked until given back */
 void tes_report_scratch_give(void);
 typedef struct tes_text_s {
   char *buffer;

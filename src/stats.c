@@ -38,8 +38,9 @@ static_assert(sizeof(tes_counters_t) % sizeof(uint64_t) == 0, "counters are a ui
 tes_lock_t tes_report_scratch_lock = TES_LOCK_INIT;
 static _Alignas(64) uint8_t report_scratch[TES_REPORT_SCRATCH_BYTES];
 
+static_assert(sizeof(tes_stats_t) <= TES_REPORT_SCRATCH_BYTES, "a statistics struct fits the report scratch");
+
 void *tes_report_scratch_take(size_t size) {
-  if (size > sizeof report_scratch) return NULL;
   tes_lock(&tes_report_scratch_lock);
   memset(report_scratch, 0, size);
   return report_scratch;
