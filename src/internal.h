@@ -70,6 +70,7 @@
 #define TES_ADDRESS_BITS 47
 #define TES_SEGMAP_COUNT ((size_t)1 << (TES_ADDRESS_BITS - TES_SEGMENT_SHIFT))
 #define TES_LARGE_OFFSET ((size_t)512) /* where a large block starts in its segment */
+#define TES_SEGMENT_CACHE_MAX 1024 /* the most segments TESSERA_SEGMENT_CACHE may keep */
 #define TES_EXTEND_BYTES ((size_t)8 * 1024) /* a page's free list grows by this much at a time */
 #define TES_EXTEND_MIN_BLOCKS 4
 
@@ -486,6 +487,7 @@ tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment
 tes_segment_t *tes_segment_obtain(size_t size, size_t alignment); /* cache or OS; segmap not set */
 void tes_cache_put(tes_segment_t *seg);
 void tes_cache_purge(bool force);
+size_t tes_cache_count(void); /* segments in the cache (tests) */
 void tes_abandoned_push(tes_segment_t *seg);
 tes_segment_t *tes_abandoned_pop(void);
 size_t tes_abandoned_count(void);

@@ -15,7 +15,7 @@ static const tes_option_desc_t option_table[TES_OPTION_COUNT] = {
     [TES_OPTION_SHOW_STATS] = {"show_stats", 0, 0, 1},
     [TES_OPTION_VERBOSE] = {"verbose", 0, 0, 1},
     [TES_OPTION_PURGE_DELAY_MS] = {"purge_delay_ms", 25, 0, 3600000},
-    [TES_OPTION_SEGMENT_CACHE] = {"segment_cache", 64, 0, 1024},
+    [TES_OPTION_SEGMENT_CACHE] = {"segment_cache", 64, 0, TES_SEGMENT_CACHE_MAX},
     [TES_OPTION_HUGE_PAGES] = {"huge_pages", 0, 0, 1},
     [TES_OPTION_PURGE_DECOMMIT] = {"purge_decommit", 1, 0, 1},
     /* Read-only: which build this is (the checks are compiled in or not). */

@@ -37,6 +37,7 @@ static _Atomic int64_t os_reserved, os_reserved_peak, os_committed, os_committed
 #define RELAXED memory_order_relaxed
 
 static void gauge_add(_Atomic int64_t *gauge, _Atomic int64_t *peak, int64_t delta) {
+  if (delta == 0) return; /* a locked add is a full barrier, even of 0 */
   int64_t now = atomic_fetch_add_explicit(gauge, delta, RELAXED) + delta;
   int64_t old = atomic_load_explicit(peak, RELAXED);
   while (now > old && !atomic_compare_exchange_weak_explicit(peak, &old, now, RELAXED, RELAXED)) {
