@@ -247,6 +247,7 @@ static void fork_child(void) {
   atomic_store_explicit(&tes_fork_holder, NULL, memory_order_relaxed);
   tes_purge_thread_after_fork();
   late_heaps_after_fork();
+  tes_heaps_after_fork_child();
   tes_lock_reset(&late_lock);
   tes_lock_reset(&tes_report_scratch_lock);
   tes_lock_reset(&tes_stats_lock);

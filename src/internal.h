@@ -464,6 +464,7 @@ void tes_heaps_unlock(void);
 extern tes_heap_t *tes_heaps_all;            /* under tes_heaps_lock */
 void tes_heaps_lock_reset(void);
 void tes_heaps_purge_locks_acquire(void); /* fork: every heap's purge lock (heaps lock held) */
+void tes_heaps_after_fork_child(void);  /* fork child: no page waits for a freer that is gone */
 void tes_heaps_purge_locks_release(bool child);
 
 /* ---- page.c ---------------------------------------------------------------- */

@@ -2,7 +2,9 @@
  * threads allocate and free (and so hold allocator locks now and then), the
  * main thread forks 50 times; each child must allocate, free, create a
  * thread that allocates, and exit 0 within the alarm. A child that hangs on
- * a lock held at fork time is killed by SIGALRM and fails the test. */
+ * a lock held at fork time is killed by SIGALRM and fails the test. First,
+ * a child must not wait for a remote free that was in flight at the fork
+ * (a page left tagged FREEING by a thread the child does not have). */
 #include "unit_common.h"
 
 #include "internal.h"
@@ -33,7 +35,38 @@ static void *child_thread(void *arg) {
   return arg;
 }
 
+/* A remote free in flight at the fork: another thread had tagged a page of
+ * the forking thread FREEING (it was handing a block to the page's heap)
+ * and does not exist in the child. The child's heap must not wait for it:
+ * filling that page (which tags it for the full queue) hung for ever. The
+ * tag is set by hand here, as the other thread would have left it. */
+static int stale_freeing_tag(void) {
+  enum { SIZE = 48, COUNT = 4096 };
+  void *probe = tes_malloc(SIZE);
+  tes_page_t *page = tes_page_of(tes_segment_of(probe), probe);
+  uintptr_t before = atomic_load(&page->xthread_free);
+  atomic_store(&page->xthread_free, (before & ~TES_TF_MASK) | TES_TF_FREEING);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork");
+  if (pid == 0) {
+    alarm(10);
+    static void *blocks[COUNT]; /* more than the page holds: it fills up */
+    for (int i = 0; i < COUNT; i++) blocks[i] = tes_malloc(SIZE);
+    for (int i = 0; i < COUNT; i++) tes_free(blocks[i]);
+    _exit(0);
+  }
+  atomic_store(&page->xthread_free, before); /* the parent's "other thread" finishes */
+  int status = 0;
+  waitpid(pid, &status, 0);
+  tes_free(probe);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+  fprintf(stderr, "stale FREEING tag: child ended with status %#x%s\n", status,
+          WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? " (hung: killed by the alarm)" : "");
+  return 1;
+}
+
 int main(void) {
+  CHECK(stale_freeing_tag() == 0, "the child waited for a remote free of a thread it does not have");
   pthread_t threads[4];
   for (int i = 0; i < 4; i++)
     REQUIRE(pthread_create(&threads[i], NULL, churn, (void *)(uintptr_t)(i + 1)) == 0, "pthread_create");
