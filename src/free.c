@@ -41,7 +41,7 @@ void tes_report_double_free(const tes_page_t *page, const void *p) { tes_report_
 void tes_page_free_event(tes_page_t *page) {
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
   if (page->in_full) tes_heap_page_unfull(heap, page);
-  else tes_heap_page_retire(heap, page);
+  else tes_heap_page_emptied(heap, page);
 }
 
 void tes_free_remote(tes_page_t *page, tes_block_t *block) {

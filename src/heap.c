@@ -390,6 +390,50 @@ static void page_release(tes_heap_t *heap, tes_page_t *page) {
   tes_unlock(&heap->purge_lock);
 }
 
+#if TES_SECURE
+/* Kept empty pages (hardened build). A page whose last block is freed stays
+ * in its class queue for one purge delay instead of retiring at once, up to
+ * TES_KEEP_EMPTY_BYTES a heap: a program that frees a batch and allocates
+ * the next gets the same pages back without carving them again, and
+ * carving is the hardened build's dearest step (a shuffle and an encoded
+ * link per block: 17% of bench_batch's instructions). A kept page hands its
+ * blocks out in the order they were freed, as every partly used page does;
+ * only fresh blocks are shuffled. The bound caps what an idle thread holds
+ * (no other thread retires a heap's queued pages). The default build
+ * retires at once: it carves in three instructions a block, and its bins
+ * absorb this churn (keeping pages gained it nothing in bench_batch). */
+#define TES_KEEP_EMPTY_BYTES ((size_t)4 << 20)
+
+static bool page_keep_empty(tes_heap_t *heap, tes_page_t *page) {
+  if (page->kept_empty) return true; /* emptied again: counted already */
+  size_t bytes = (size_t)1 << tes_segment_of(page)->page_shift;
+  if (heap->kept_bytes + bytes > TES_KEEP_EMPTY_BYTES) return false;
+  if (heap->kept_bytes == 0) {
+    int64_t now = tes_os_clock_ms();
+    heap->keep_due = now + tes_purge_delay(now);
+  }
+  heap->kept_bytes += bytes; /* not taken back when the page leaves by another route: errs on retiring */
+  page->kept_empty = 1;
+  return true;
+}
+
+/* Due (slow path): the pages still empty retire, as they would have at
+ * their last free; the others lose their mark. */
+static void retire_kept(tes_heap_t *heap, int64_t now) {
+  if (now < heap->keep_due) return;
+  heap->kept_bytes = 0;
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    for (tes_page_t *page = heap->queues[c].first, *next; page != NULL; page = next) {
+      next = page->next;
+      if (!page->kept_empty) continue;
+      page->kept_empty = 0;
+      if (tes_page_live(page) == 0 && !page->pinned) tes_heap_page_retire(heap, page);
+    }
+  }
+  for (tes_page_t *page = heap->full.first; page != NULL; page = page->next) page->kept_empty = 0;
+}
+#endif
+
 /* Work deferred to slow paths: remote frees into full pages, due purges,
  * and once per purge delay the bins: a block left in a bin keeps its page in
  * use, so a class the program stopped using would pin a page for good
@@ -405,7 +449,13 @@ static void heap_deferred(tes_heap_t *heap) {
   }
   purge_due_at(heap, now);
 #else
-  tes_heap_purge_due(heap);
+  if (heap->kept_bytes != 0) { /* one clock read for both, none when neither is pending */
+    int64_t now = tes_os_clock_ms();
+    retire_kept(heap, now);
+    purge_due_at(heap, now);
+  } else {
+    tes_heap_purge_due(heap);
+  }
 #endif
   if ((++heap->slow_count & 7) == 0) {
     tes_cache_purge(false);
@@ -430,6 +480,14 @@ void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page) {
   page->in_use = 0;
   page->in_full = 0;
   page_release(heap, page);
+}
+
+/* The owner freed the last block of a page that is not in the full queue. */
+void tes_heap_page_emptied(tes_heap_t *heap, tes_page_t *page) {
+#if TES_SECURE
+  if (page_keep_empty(heap, page)) return;
+#endif
+  tes_heap_page_retire(heap, page);
 }
 
 /* A page with no free block: watch it through the delayed list instead of
@@ -701,6 +759,7 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
     atomic_store_explicit(&page->heap, heap, memory_order_release);
     tes_page_set_bin(page, &heap->bins[page->class_index]);
     page->next = page->prev = NULL;
+    page->kept_empty = 0; /* counted by the heap it came from */
     tes_page_collect(page);
     if (tes_page_live(page) == 0) {
       bool last = seg->used_pages == 1;

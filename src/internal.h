@@ -134,6 +134,7 @@ struct tes_page_s {
   uint8_t free_is_zero : 1;    /* every block on `free` is zero beyond its link */
   uint8_t purge_pending : 1;   /* retired and waiting in heap's purge list */
   uint8_t purged : 1;          /* physical memory given back */
+  uint8_t kept_empty : 1;      /* secure: emptied, kept in its queue, counted in heap->kept_bytes */
   uint8_t index;               /* position in the segment */
   uint32_t reserved;           /* blocks that fit in the page */
   size_t block_size;
@@ -275,6 +276,8 @@ struct tes_heap_s {
   _Atomic int64_t purge_due;
   uint64_t slow_count;
   int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
+  size_t kept_bytes;                    /* secure: emptied pages kept in their queues since keep_due was set */
+  int64_t keep_due;                     /* secure: ms clock when those pages retire (heap.c) */
   struct tes_heap_s *all_next, *all_prev; /* every heap in the process */
   struct tes_heap_s *late_next, *late_prev; /* init.c: the late list (no key destructor may abandon it) */
   long late_tid;                        /* init.c: its thread's kernel id while on the late list, else 0 */
@@ -454,6 +457,7 @@ void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to); /* tes_heap_delete *
 void tes_heap_free_all(tes_heap_t *heap);    /* tes_heap_destroy */
 void tes_heap_queue_remove(tes_heap_t *heap, tes_page_t *page);
 void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page);
+void tes_heap_page_emptied(tes_heap_t *heap, tes_page_t *page); /* retire, or keep (hardened) */
 void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page);
 void tes_heap_process_delayed(tes_heap_t *heap);
 void tes_heap_purge_due(tes_heap_t *heap);   /* purge this heap's retired pages that are due */

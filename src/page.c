@@ -33,6 +33,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   page->in_use = 1;
   page->pinned = 0;
   page->in_full = 0;
+  page->kept_empty = 0;
   page->free_is_zero = 0;
   page->next = page->prev = NULL;
 #if TES_SECURE

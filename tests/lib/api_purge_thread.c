@@ -104,18 +104,25 @@ static void allocate(size_t bytes, const size_t *sizes, size_t nsizes) {
 }
 
 static size_t keep_every; /* pages mode: blocks at indices % keep_every == 0 stay live */
+/* RSS with every block allocated, read by the worker before it frees any:
+ * read after the frees, it missed what the purge thread had already given
+ * back while the main thread waited for a core (lib.api_purge_thread failed
+ * under load with "only 25 MiB freed"). */
+static int64_t high_rss;
 
 static void *idle_worker(void *arg) {
   const size_t *which = arg;
   if (which[0] == 0) {
     static const size_t mixed[] = {48, 200, 1000, 3000, 20000, 200000, 900000};
     allocate(48 * MIB, mixed, 7);
+    high_rss = api_rss_bytes();
     for (size_t i = 0; i < block_count; i++) FREE(blocks[i]);
   } else {
     /* Two classes alternating: 64-byte blocks (kept) share segments with
      * 1,500-byte ones (freed), each class in pages of its own. */
     static const size_t two[] = {64, 1500};
     allocate(48 * MIB, two, 2);
+    high_rss = api_rss_bytes();
     for (size_t i = 0; i < block_count; i++)
       if (i % keep_every != 0) FREE(blocks[i]);
   }
@@ -157,7 +164,7 @@ static int idle_mode(bool pages, enum reclaim how) {
   pthread_t t;
   REQUIRE(pthread_create(&t, NULL, idle_worker, which) == 0, "thread");
   wait_stage(1);
-  int64_t high = api_rss_bytes();
+  int64_t high = high_rss; /* the worker's stage change orders its store before this read */
   /* idle: everything was freed; pages: the 1,500-byte blocks, 1500/1564 of
    * the bytes (their pages hold nothing else). */
   int64_t freed = pages ? (high - base) * 1500 / 1564 : high - base;

@@ -49,13 +49,17 @@ if(TARGET tessera_secure)
     set_tests_properties(lib.${name}.secure PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
       ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
   endforeach()
-  # First-class heaps need the tes_* names: linked with the hardened library.
-  add_executable(verify_api_heaps_mt_secure ${CMAKE_CURRENT_SOURCE_DIR}/api_heaps_mt.c)
-  target_include_directories(verify_api_heaps_mt_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
-  target_compile_options(verify_api_heaps_mt_secure PRIVATE -fno-builtin)
-  target_link_libraries(verify_api_heaps_mt_secure PRIVATE tessera_secure Threads::Threads ${CMAKE_DL_LIBS})
-  add_test(NAME lib.api_heaps_mt.secure COMMAND verify_api_heaps_mt_secure)
-  set_tests_properties(lib.api_heaps_mt.secure PROPERTIES TIMEOUT 300)
+  # First-class heaps and options need the tes_* names: linked with the
+  # hardened library. api_purge_thread.secure also bounds the empty pages
+  # the hardened build keeps in an idle thread's queues (src/heap.c).
+  foreach(name api_heaps_mt api_purge_thread)
+    add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
+    target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+    target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
+    target_link_libraries(verify_${name}_secure PRIVATE tessera_secure Threads::Threads ${CMAKE_DL_LIBS})
+    add_test(NAME lib.${name}.secure COMMAND verify_${name}_secure)
+    set_tests_properties(lib.${name}.secure PROPERTIES TIMEOUT 300)
+  endforeach()
 endif()
 
 # libtessera.so dlopened at run time by a program running on glibc (the
