@@ -171,6 +171,20 @@ void tes_free_slow(void *p) {
         tes_free_owned(page, (tes_block_t *)p);
         return;
       }
+#if !TES_SECURE
+    } else if (seg->kind != TES_SEG_LARGE && !heap->is_static) {
+      /* Another thread's block (or an exited thread's): the checks
+       * free_checked makes through tes_owned_segment, without repeating the
+       * segment-map lookup and without the two calls. Threads that free
+       * each other's blocks come here on most frees (mstress: callgrind,
+       * 137 instructions a remote free from tes_free_slow on, now 67). */
+      tes_page_t *page = tes_page_of(seg, p);
+      if (tes_likely(page->in_use && (const uint8_t *)p >= page->area)) {
+        heap->counters.remote_frees++;
+        tes_free_remote(page, (tes_block_t *)p);
+        return;
+      }
+#endif
     }
   }
   free_checked(p);
