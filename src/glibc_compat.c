@@ -17,7 +17,8 @@
  *   uordblks = in_use - large_in_use      usable bytes of live small/medium blocks
  *   fordblks = arena - uordblks           held but not in use
  *   hblkhd   = large_in_use               live blocks above the largest size class
- *   hblks    = live large blocks are not counted separately: 0
+ *   hblks    = live large blocks (they were not counted until 2026-11-22: 0
+ *              beside a non-zero hblkhd)
  *   usmblks  = committed.peak             (obsolete in glibc, always 0 there)
  *   ordblks, smblks, fsmblks, keepcost: no equivalent, 0
  * so uordblks + fordblks == arena, the identity glibc's users rely on, and
@@ -47,6 +48,7 @@ TES_COMPAT_EXPORT struct mallinfo2 mallinfo2(void) {
   tes_stats_get(stats);
   struct mallinfo2 info = {0};
   info.hblkhd = clamp_nonnegative(stats->large_in_use.current);
+  info.hblks = clamp_nonnegative(atomic_load_explicit(&tes_large_blocks, memory_order_relaxed));
   info.uordblks = clamp_nonnegative(stats->in_use.current - stats->large_in_use.current);
   info.arena = clamp_nonnegative(stats->committed.current - stats->large_in_use.current);
   if (info.arena < info.uordblks) info.arena = info.uordblks;
@@ -82,8 +84,11 @@ TES_COMPAT_EXPORT struct mallinfo mallinfo(void) {
 TES_COMPAT_EXPORT void malloc_stats(void) {
   tes_stats_t *stats = tes_report_scratch_take(sizeof *stats);
   tes_stats_get(stats);
-  unsigned long mmap_calls = (unsigned long)stats->os_mmap_calls;
-  unsigned long reserved_peak = (unsigned long)clamp_nonnegative(stats->reserved.peak);
+  /* glibc's maxima of its mmapped chunks: the most large blocks live at once
+   * and their peak bytes (before 2026-11-22: the mmap calls so far, which
+   * only grew, and the peak address space of everything). */
+  unsigned long mmap_regions = (unsigned long)clamp_nonnegative(atomic_load(&tes_large_blocks_peak));
+  unsigned long mmap_peak = (unsigned long)clamp_nonnegative(stats->large_in_use.peak);
   tes_report_scratch_give();
   struct mallinfo2 info = mallinfo2();
   unsigned long system_bytes = (unsigned long)info.arena, in_use_bytes = (unsigned long)info.uordblks;
@@ -97,8 +102,8 @@ TES_COMPAT_EXPORT void malloc_stats(void) {
           "in use bytes     = %10lu\n"
           "max mmap regions = %10lu\n"
           "max mmap bytes   = %10lu\n",
-          system_bytes, in_use_bytes, system_bytes + large_bytes, in_use_bytes + large_bytes, mmap_calls,
-          reserved_peak);
+          system_bytes, in_use_bytes, system_bytes + large_bytes, in_use_bytes + large_bytes, mmap_regions,
+          mmap_peak);
 }
 
 /* XML in glibc's schema (<malloc version="1"><heap nr="0">...), with one
@@ -142,8 +147,7 @@ TES_COMPAT_EXPORT int malloc_info(int options, FILE *out) {
           "<aspace type=\"total\" size=\"%lu\"/>\n"
           "<aspace type=\"mprotect\" size=\"%lu\"/>\n"
           "</malloc>\n",
-          free_bytes, (unsigned long)stats->os_mmap_calls,
-          (unsigned long)clamp_nonnegative(stats->large_in_use.current), committed,
+          free_bytes, (unsigned long)info.hblks, (unsigned long)info.hblkhd, committed,
           (unsigned long)clamp_nonnegative(stats->committed.peak),
           (unsigned long)clamp_nonnegative(stats->reserved.current), committed);
   tes_report_scratch_give();

@@ -29,6 +29,7 @@
 #include "internal.h"
 
 _Atomic int64_t tes_large_in_use, tes_large_in_use_peak;
+_Atomic int64_t tes_large_blocks, tes_large_blocks_peak; /* live large blocks (glibc's hblks), and their peak */
 static tes_lock_t large_lock = TES_LOCK_INIT;
 tes_segment_t *tes_large_list;
 /* Segments that realloc took off the list to mremap them (under
@@ -63,6 +64,13 @@ void tes_large_unlock(bool child) {
     tes_lock_reset(&large_lock);
   } else {
     tes_unlock(&large_lock);
+  }
+}
+
+static void blocks_add(int64_t delta) {
+  int64_t now = atomic_fetch_add_explicit(&tes_large_blocks, delta, memory_order_relaxed) + delta;
+  int64_t peak = atomic_load_explicit(&tes_large_blocks_peak, memory_order_relaxed);
+  while (now > peak && !atomic_compare_exchange_weak(&tes_large_blocks_peak, &peak, now)) {
   }
 }
 
@@ -333,6 +341,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   list_insert(seg);
   tes_segmap_set(seg, true);
   in_use_add((int64_t)(usable - TES_LARGE_PADDING)); /* what the program may use, as tes_heap_visit says */
+  blocks_add(1);
   heap->counters.large_allocs++;
 #if TES_SECURE
   tes_secure_set_padding(page, page->area, size);
@@ -370,6 +379,7 @@ static void drop_moved_guard(tes_segment_t *seg) {
 void tes_large_free(tes_segment_t *seg) {
   tes_page_t *page = &seg->pages[0];
   in_use_add(-(int64_t)(page->block_size - TES_LARGE_PADDING));
+  blocks_add(-1);
 #if TES_SECURE
   drop_moved_guard(seg);
 #endif
@@ -508,6 +518,7 @@ void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
     tes_segment_t *next = drop->next;
     tes_page_t *page = &drop->pages[0];
     in_use_add(-(int64_t)(page->block_size - TES_LARGE_PADDING));
+    blocks_add(-1);
 #if TES_SECURE
     drop_moved_guard(drop);
 #endif

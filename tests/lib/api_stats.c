@@ -352,7 +352,12 @@ static void check_glibc_views(void) {
         mi.fordblks, mi.arena);
   CHECK(mi.fordblks == (size_t)s1.fragmentation_bytes, "mallinfo2.fordblks %zu != fragmentation %" PRId64,
         mi.fordblks, s1.fragmentation_bytes);
+  /* hblks counts them (it was 0 beside a non-zero hblkhd). */
+  CHECK(mi.hblks >= 1, "mallinfo2.hblks %zu with an 8 MiB block live", mi.hblks);
   free(large);
+  struct mallinfo2 after_large = mallinfo2();
+  CHECK(after_large.hblks + 1 == mi.hblks, "mallinfo2.hblks %zu after freeing one of %zu large blocks",
+        after_large.hblks, mi.hblks);
   void *q = malloc(3000);
   struct mallinfo2 mi2 = mallinfo2();
   CHECK(mi2.uordblks - mi.uordblks == tes_usable_size(q), "mallinfo2.uordblks +%zu after malloc(3000), want %zu",
