@@ -45,8 +45,12 @@ void *tes_pvalloc(size_t size);
  * tes_heap_visit count whole blocks of the class in both builds, less, in
  * the hardened build, the padding that holds the canary and the size. */
 size_t tes_usable_size(const void *ptr);
-/* The largest alignment tes_aligned_alloc and friends honour. */
-#define TES_MAX_ALIGNMENT ((size_t)1 << 26)
+/* The largest alignment tes_aligned_alloc and friends honour: 1 GiB, the
+ * largest huge page (glibc serves any alignment the kernel can map; this
+ * was 64 MiB, and posix_memalign of a 1 GiB-aligned buffer failed with
+ * ENOMEM). A block aligned beyond 4 MiB starts that far into its own
+ * segment: address space, not memory (only the header page is touched). */
+#define TES_MAX_ALIGNMENT ((size_t)1 << 30)
 
 /* ---- Returning memory to the OS ----------------------------------------- */
 /* Purge what is free now. force=false: what is due in every heap (retired

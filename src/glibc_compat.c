@@ -8,15 +8,23 @@
  * this file owns the mapping from tessera's gauges to glibc's fields and
  * nothing else.
  *
- * Mapping (glibc's field -> tessera's gauge):
- *   arena    = committed.current   bytes backed by the OS for the heap
- *   uordblks = in_use.current      usable bytes of live blocks
- *   fordblks = committed - in_use  (fragmentation_bytes): held but not in use
- *   hblkhd   = large_in_use        live blocks above the largest size class
- *   hblks    = live large blocks are not counted separately: 0
- *   usmblks  = committed.peak      (obsolete in glibc, always 0 there)
+ * Mapping (glibc's field -> tessera's gauge). glibc counts its mmapped
+ * chunks apart from the arenas: arena and uordblks leave them out and
+ * hblkhd holds them, so a program's total in use is uordblks + hblkhd and
+ * its total held arena + hblkhd. Tessera's large blocks (each in a segment
+ * of its own) are those chunks:
+ *   arena    = committed - large_in_use   bytes backed by the OS for the rest
+ *   uordblks = in_use - large_in_use      usable bytes of live small/medium blocks
+ *   fordblks = arena - uordblks           held but not in use
+ *   hblkhd   = large_in_use               live blocks above the largest size class
+ *   hblks    = live large blocks (they were not counted until 2026-11-22: 0
+ *              beside a non-zero hblkhd)
+ *   usmblks  = committed.peak             (obsolete in glibc, always 0 there)
  *   ordblks, smblks, fsmblks, keepcost: no equivalent, 0
- * so uordblks + fordblks == arena, the identity glibc's users rely on.
+ * so uordblks + fordblks == arena, the identity glibc's users rely on, and
+ * uordblks + hblkhd == in_use, arena + hblkhd == committed. (Until
+ * 2026-11-22 arena and uordblks included the large blocks too, and the
+ * common uordblks + hblkhd counted every large block twice.)
  *
  * These symbols are only defined in the drop-in (override) builds, like the
  * standard names in override.c: the tes_*-only build leaves glibc's own. */
@@ -39,10 +47,12 @@ TES_COMPAT_EXPORT struct mallinfo2 mallinfo2(void) {
   tes_stats_t *stats = tes_report_scratch_take(sizeof *stats);
   tes_stats_get(stats);
   struct mallinfo2 info = {0};
-  info.arena = clamp_nonnegative(stats->committed.current);
-  info.uordblks = clamp_nonnegative(stats->in_use.current);
-  info.fordblks = info.arena > info.uordblks ? info.arena - info.uordblks : 0;
   info.hblkhd = clamp_nonnegative(stats->large_in_use.current);
+  info.hblks = clamp_nonnegative(atomic_load_explicit(&tes_large_blocks, memory_order_relaxed));
+  info.uordblks = clamp_nonnegative(stats->in_use.current - stats->large_in_use.current);
+  info.arena = clamp_nonnegative(stats->committed.current - stats->large_in_use.current);
+  if (info.arena < info.uordblks) info.arena = info.uordblks;
+  info.fordblks = info.arena - info.uordblks;
   info.usmblks = clamp_nonnegative(stats->committed.peak);
   tes_report_scratch_give();
   return info;
@@ -68,15 +78,21 @@ TES_COMPAT_EXPORT struct mallinfo mallinfo(void) {
 
 /* glibc's layout ("Arena 0:", "system bytes", "in use bytes", then the
  * totals) so scripts that grep it keep working; tessera has one logical
- * arena. Printed with fprintf to stderr, which is unbuffered: no allocation. */
+ * arena, and its large blocks are glibc's mmapped chunks: in the totals, not
+ * in the arena (as mallinfo2). Printed with fprintf to stderr, which is
+ * unbuffered: no allocation. */
 TES_COMPAT_EXPORT void malloc_stats(void) {
   tes_stats_t *stats = tes_report_scratch_take(sizeof *stats);
   tes_stats_get(stats);
-  unsigned long system_bytes = (unsigned long)clamp_nonnegative(stats->committed.current);
-  unsigned long in_use_bytes = (unsigned long)clamp_nonnegative(stats->in_use.current);
-  unsigned long mmap_calls = (unsigned long)stats->os_mmap_calls;
-  unsigned long reserved_peak = (unsigned long)clamp_nonnegative(stats->reserved.peak);
+  /* glibc's maxima of its mmapped chunks: the most large blocks live at once
+   * and their peak bytes (before 2026-11-22: the mmap calls so far, which
+   * only grew, and the peak address space of everything). */
+  unsigned long mmap_regions = (unsigned long)clamp_nonnegative(atomic_load(&tes_large_blocks_peak));
+  unsigned long mmap_peak = (unsigned long)clamp_nonnegative(stats->large_in_use.peak);
   tes_report_scratch_give();
+  struct mallinfo2 info = mallinfo2();
+  unsigned long system_bytes = (unsigned long)info.arena, in_use_bytes = (unsigned long)info.uordblks;
+  unsigned long large_bytes = (unsigned long)info.hblkhd;
   fprintf(stderr,
           "Arena 0:\n"
           "system bytes     = %10lu\n"
@@ -86,19 +102,21 @@ TES_COMPAT_EXPORT void malloc_stats(void) {
           "in use bytes     = %10lu\n"
           "max mmap regions = %10lu\n"
           "max mmap bytes   = %10lu\n",
-          system_bytes, in_use_bytes, system_bytes, in_use_bytes, mmap_calls, reserved_peak);
+          system_bytes, in_use_bytes, system_bytes + large_bytes, in_use_bytes + large_bytes, mmap_regions,
+          mmap_peak);
 }
 
 /* XML in glibc's schema (<malloc version="1"><heap nr="0">...), with one
  * heap, per-class <size> entries for classes that have live blocks, and the
- * totals glibc reports. options must be 0, as in glibc. */
+ * totals glibc reports; the large blocks are the "mmap" total, not in the
+ * heap's system bytes (as mallinfo2). options must be 0, as in glibc. */
 TES_COMPAT_EXPORT int malloc_info(int options, FILE *out) {
   if (options != 0 || out == NULL) return EINVAL; /* glibc returns EINVAL itself, errno untouched */
+  struct mallinfo2 info = mallinfo2();
+  unsigned long committed = (unsigned long)info.arena; /* without the large blocks */
+  unsigned long free_bytes = (unsigned long)info.fordblks;
   tes_stats_t *stats = tes_report_scratch_take(sizeof *stats);
   tes_stats_get(stats);
-  unsigned long committed = (unsigned long)clamp_nonnegative(stats->committed.current);
-  unsigned long in_use = (unsigned long)clamp_nonnegative(stats->in_use.current);
-  unsigned long free_bytes = committed > in_use ? committed - in_use : 0;
   fprintf(out, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
   uint32_t classes = stats->class_count < TES_STATS_MAX_CLASSES ? stats->class_count : TES_STATS_MAX_CLASSES;
   for (uint32_t c = 0; c < classes; c++) {
@@ -129,8 +147,7 @@ TES_COMPAT_EXPORT int malloc_info(int options, FILE *out) {
           "<aspace type=\"total\" size=\"%lu\"/>\n"
           "<aspace type=\"mprotect\" size=\"%lu\"/>\n"
           "</malloc>\n",
-          free_bytes, (unsigned long)stats->os_mmap_calls,
-          (unsigned long)clamp_nonnegative(stats->large_in_use.current), committed,
+          free_bytes, (unsigned long)info.hblks, (unsigned long)info.hblkhd, committed,
           (unsigned long)clamp_nonnegative(stats->committed.peak),
           (unsigned long)clamp_nonnegative(stats->reserved.current), committed);
   tes_report_scratch_give();

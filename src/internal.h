@@ -542,6 +542,7 @@ void tes_large_lock(void);
 void tes_large_unlock(bool child);
 void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release); /* release: free them */
 extern _Atomic int64_t tes_large_in_use, tes_large_in_use_peak;
+extern _Atomic int64_t tes_large_blocks, tes_large_blocks_peak; /* live large blocks, for glibc_compat.c */
 extern tes_segment_t *tes_large_list;           /* under tes_large_lock */
 
 /* ---- free.c ---------------------------------------------------------------- */

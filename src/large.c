@@ -29,6 +29,7 @@
 #include "internal.h"
 
 _Atomic int64_t tes_large_in_use, tes_large_in_use_peak;
+_Atomic int64_t tes_large_blocks, tes_large_blocks_peak; /* live large blocks (glibc's hblks), and their peak */
 static tes_lock_t large_lock = TES_LOCK_INIT;
 tes_segment_t *tes_large_list;
 /* Segments that realloc took off the list to mremap them (under
@@ -66,20 +67,24 @@ void tes_large_unlock(bool child) {
   }
 }
 
-/* Under large_lock, which every change of the gauge holds (it is taken
- * anyway to list or unlist the block), so the gauge needs no atomic
+/* Under large_lock, which every change of the gauges holds (it is taken
+ * anyway to list or unlist the block), so they need no atomic
  * read-modify-write: each such instruction is a full barrier, which made the
  * large free wait for the program's own pending stores (sampled in `mixed`:
- * 13% of its time on one lock xadd). Readers load it atomically. */
-static void in_use_add_locked(int64_t delta) {
-  int64_t now = atomic_load_explicit(&tes_large_in_use, memory_order_relaxed) + delta;
-  atomic_store_explicit(&tes_large_in_use, now, memory_order_relaxed);
-  if (now > atomic_load_explicit(&tes_large_in_use_peak, memory_order_relaxed))
-    atomic_store_explicit(&tes_large_in_use_peak, now, memory_order_relaxed);
+ * 13% of its time on one lock xadd). Readers load them atomically. */
+static void gauge_add_locked(_Atomic int64_t *gauge, _Atomic int64_t *peak, int64_t delta) {
+  int64_t now = atomic_load_explicit(gauge, memory_order_relaxed) + delta;
+  atomic_store_explicit(gauge, now, memory_order_relaxed);
+  if (now > atomic_load_explicit(peak, memory_order_relaxed)) atomic_store_explicit(peak, now, memory_order_relaxed);
+}
+/* Usable bytes and count of live large blocks (glibc's hblkhd and hblks). */
+static void in_use_add_locked(int64_t bytes, int64_t blocks) {
+  gauge_add_locked(&tes_large_in_use, &tes_large_in_use_peak, bytes);
+  if (blocks != 0) gauge_add_locked(&tes_large_blocks, &tes_large_blocks_peak, blocks);
 }
 static void in_use_add(int64_t delta) {
   tes_lock(&large_lock);
-  in_use_add_locked(delta);
+  in_use_add_locked(delta, 0);
   tes_unlock(&large_lock);
 }
 
@@ -149,7 +154,7 @@ static void list_insert_locked(tes_segment_t *seg) {
 static void list_insert(tes_segment_t *seg, int64_t usable) {
   tes_lock(&large_lock);
   list_insert_locked(seg);
-  in_use_add_locked(usable);
+  in_use_add_locked(usable, 1);
   tes_unlock(&large_lock);
 }
 
@@ -385,7 +390,7 @@ void tes_large_free(tes_segment_t *seg) {
 #endif
   page->in_use = 0;
   tes_lock(&large_lock);
-  in_use_add_locked(-(int64_t)(page->block_size - TES_LARGE_PADDING));
+  in_use_add_locked(-(int64_t)(page->block_size - TES_LARGE_PADDING), -1);
   list_remove_locked(seg);
   freed_record_locked(page->area, page->block_size);
   tes_unlock(&large_lock);
@@ -483,7 +488,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   tes_lock(&large_lock);
   if (moved != seg) freed_record_locked(p, old_usable); /* p is gone: a later free of it is a double free */
   list_insert_locked(moved);
-  in_use_add_locked((int64_t)usable - (int64_t)old_usable);
+  in_use_add_locked((int64_t)usable - (int64_t)old_usable, 0);
   large_moving--;
   tes_unlock(&large_lock);
   tes_segmap_set(moved, true);
@@ -505,7 +510,7 @@ void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
     if (atomic_load_explicit(&seg->pages[0].heap, memory_order_relaxed) == from) {
       if (release) {
         list_remove_locked(seg);
-        in_use_add_locked(-(int64_t)(seg->pages[0].block_size - TES_LARGE_PADDING));
+        in_use_add_locked(-(int64_t)(seg->pages[0].block_size - TES_LARGE_PADDING), -1);
         freed_record_locked(seg->pages[0].area, seg->pages[0].block_size);
         seg->next = drop;
         drop = seg;

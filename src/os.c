@@ -142,6 +142,7 @@ void *tes_os_map_aligned(size_t size, size_t alignment) {
     return NULL;
   }
   atomic_fetch_add_explicit(&os_mmap_calls, 1, RELAXED);
+  int saved = errno; /* a try that failed must not show through a malloc that succeeded */
   /* Over-map by the alignment and trim both ends: three calls, but segments
    * are 4 MiB and recycled through a cache, so this is rare. */
   size_t span = size + alignment - os_page_size;
@@ -160,6 +161,7 @@ void *tes_os_map_aligned(size_t size, size_t alignment) {
   atomic_fetch_add_explicit(&os_mmap_bytes, size, RELAXED);
   gauge_add(&os_reserved, &os_reserved_peak, (int64_t)size);
   gauge_add(&os_committed, &os_committed_peak, (int64_t)size);
+  errno = saved;
   return (void *)start;
 }
 
@@ -174,24 +176,31 @@ bool tes_os_purge(void *addr, size_t size, bool decommit) {
   atomic_fetch_add_explicit(&os_madvise_calls, 1, RELAXED);
   if (FAULT(TES_FAULT_MADVISE, size)) return false;
   int advice = decommit ? MADV_DONTNEED : MADV_FREE;
-  if (madvise(addr, size, advice) != 0) {
-    if (advice == MADV_FREE && madvise(addr, size, MADV_DONTNEED) == 0) advice = MADV_DONTNEED;
-    else return false;
-  }
+  int saved = errno;
+  bool done = madvise(addr, size, advice) == 0;
+  if (!done && advice == MADV_FREE && madvise(addr, size, MADV_DONTNEED) == 0) advice = MADV_DONTNEED, done = true;
+  errno = saved;
+  if (!done) return false;
   atomic_fetch_add_explicit(&os_purged_bytes, size, RELAXED);
   return advice == MADV_DONTNEED;
 }
 
 void tes_os_commit_note(int64_t delta) { gauge_add(&os_committed, &os_committed_peak, delta); }
 
-bool tes_os_protect(void *addr, size_t size) { return mprotect(addr, size, PROT_NONE) == 0; }
-bool tes_os_unprotect(void *addr, size_t size) {
-  return mprotect(addr, size, PROT_READ | PROT_WRITE) == 0;
+static bool set_protection(void *addr, size_t size, int prot) {
+  int saved = errno;
+  bool done = mprotect(addr, size, prot) == 0;
+  errno = saved;
+  return done;
 }
+bool tes_os_protect(void *addr, size_t size) { return set_protection(addr, size, PROT_NONE); }
+bool tes_os_unprotect(void *addr, size_t size) { return set_protection(addr, size, PROT_READ | PROT_WRITE); }
 
 void tes_os_huge_pages(void *addr, size_t size, bool enable) {
   atomic_fetch_add_explicit(&os_madvise_calls, 1, RELAXED);
+  int saved = errno; /* EINVAL without THP in the kernel: advisory, nobody's error */
   madvise(addr, size, enable ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  errno = saved;
 }
 
 void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignment) {
@@ -201,6 +210,7 @@ void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignmen
     return NULL;
   }
   atomic_fetch_add_explicit(&os_mremap_calls, 1, RELAXED);
+  int saved = errno; /* the in-place try fails (ENOMEM) whenever the block has to move */
   /* First try to resize where it is (always works for shrinking). */
   void *p = mremap(addr, old_size, new_size, 0);
   if (p == MAP_FAILED) {
@@ -225,6 +235,7 @@ void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignmen
   int64_t delta = (int64_t)new_size - (int64_t)old_size;
   gauge_add(&os_reserved, &os_reserved_peak, delta);
   gauge_add(&os_committed, &os_committed_peak, delta);
+  errno = saved;
   return p;
 }
 
@@ -337,7 +348,10 @@ const char *tes_os_getenv(const char *name) {
 
 uint64_t tes_os_random_seed(void) {
   uint64_t seed = 0;
-  if (syscall(SYS_getrandom, &seed, sizeof seed, 1 /* GRND_NONBLOCK */) != (long)sizeof seed) {
+  int saved = errno;
+  long got = syscall(SYS_getrandom, &seed, sizeof seed, 1 /* GRND_NONBLOCK */);
+  errno = saved;
+  if (got != (long)sizeof seed) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&seed ^ (uint64_t)getpid();

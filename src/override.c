@@ -36,6 +36,12 @@ EXPORT void free_aligned_sized(void *p, size_t alignment, size_t size) {
 }
 EXPORT void cfree(void *p) { tes_free_inline(p); }
 
+/* For override_new.cpp's operator new and delete (hidden: no PLT hop). */
+void *tes_cxx_malloc(size_t size);
+void tes_cxx_free(void *p);
+void *tes_cxx_malloc(size_t size) { return tes_malloc_inline(tes_tls_heap, size); }
+void tes_cxx_free(void *p) { tes_free_inline(p); }
+
 /* glibc's internal names. */
 EXPORT void *__libc_malloc(size_t size) __attribute__((alias("malloc")));
 EXPORT void __libc_free(void *p) __attribute__((alias("free")));

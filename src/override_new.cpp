@@ -1,10 +1,10 @@
 // override_new.cpp — every C++ operator new/delete form (drop-in builds only).
 //
 // Plain, array, nothrow, sized, aligned (C++17) and their combinations all
-// go to the tes_* functions, so C++ programs get the same fast paths.
-// Failure follows the standard: call the installed new_handler and retry;
-// without one, the throwing forms throw std::bad_alloc and the nothrow forms
-// return nullptr.
+// end in plain or aligned new/delete (below), which inline the fast paths,
+// so C++ programs get the same fast paths. Failure follows the standard:
+// call the installed new_handler and retry; without one, the throwing forms
+// throw std::bad_alloc and the nothrow forms return nullptr.
 //
 // The library does not link libstdc++: a C program preloading libtessera
 // would otherwise map all of it (about 1.3 MiB more RSS per process). The
@@ -12,15 +12,16 @@
 // std::__throw_bad_alloc) are weak references; in a C++ program, the only
 // kind that calls operator new, libstdc++ is loaded and they resolve.
 // Compiled with -fexceptions: we throw through libstdc++'s own function, and
-// the nothrow forms catch what a new_handler throws (below).
+// the nothrow forms catch what the throwing ones throw (below).
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
 
 extern "C" {
-void *tes_malloc(std::size_t size) noexcept;
-void tes_free(void *p) noexcept;
+// override.c's, hidden: the fast paths inlined, no PLT hop.
+void *tes_cxx_malloc(std::size_t size) noexcept;
+void tes_cxx_free(void *p) noexcept;
 void *tes_aligned_alloc(std::size_t alignment, std::size_t size) noexcept;
 }
 
@@ -39,7 +40,7 @@ __asm__(".weak __gxx_personality_v0\n.weak __cxa_begin_catch\n.weak __cxa_end_ca
 namespace {
 
 void *allocate(std::size_t size, std::size_t alignment) {
-  return alignment <= 16 ? tes_malloc(size) : tes_aligned_alloc(alignment, size);
+  return alignment <= 16 ? tes_cxx_malloc(size) : tes_aligned_alloc(alignment, size);
 }
 
 std::new_handler current_handler() { return tes_cxx_get_new_handler ? tes_cxx_get_new_handler() : nullptr; }
@@ -60,49 +61,74 @@ void *allocate_or_throw(std::size_t size, std::size_t alignment) {
   return p;
 }
 
-/* The standard's nothrow new is `try { return operator new(n); } catch
- * (...) { return nullptr; }`: the handler is called until the allocation
- * succeeds, and a handler that throws (the usual one throws bad_alloc)
- * makes it return nullptr, not terminate the program. */
-void *allocate_nothrow(std::size_t size, std::size_t alignment) noexcept {
-  void *p = allocate(size, alignment);
-  while (__builtin_expect(p == nullptr, 0)) {
-    std::new_handler handler = current_handler();
-    if (handler == nullptr) return nullptr;
-    try {
-      handler();
-    } catch (...) {
-      return nullptr;
-    }
-    p = allocate(size, alignment);
-  }
-  return p;
-}
-
 }  // namespace
 
-EXPORT void *operator new(std::size_t n) { return allocate_or_throw(n, 0); }
-EXPORT void *operator new[](std::size_t n) { return allocate_or_throw(n, 0); }
-EXPORT void *operator new(std::size_t n, const std::nothrow_t &) noexcept { return allocate_nothrow(n, 0); }
-EXPORT void *operator new[](std::size_t n, const std::nothrow_t &) noexcept { return allocate_nothrow(n, 0); }
-EXPORT void *operator new(std::size_t n, std::align_val_t a) { return allocate_or_throw(n, (std::size_t)a); }
-EXPORT void *operator new[](std::size_t n, std::align_val_t a) { return allocate_or_throw(n, (std::size_t)a); }
-EXPORT void *operator new(std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept {
-  return allocate_nothrow(n, (std::size_t)a);
+// Replaceable, as the standard makes them: a program may define any subset
+// of these, and the forms it leaves to us must then reach its own. So only
+// four are allocators here: plain and aligned new and delete. Every other
+// form forwards to one of those, as the standard's "default behavior" says
+// and libstdc++ does (new[] calls new, the nothrow forms call the throwing
+// ones and catch, a sized or array delete calls the plain delete), through
+// the symbol, so a program's own operator new/delete gets them. Before, a
+// program that replaced only operator new(size_t) and operator delete(void*)
+// with a pool of its own had its `delete p` (a sized delete since C++14)
+// freed by tessera: "invalid free", abort, under LD_PRELOAD.
+//
+// All are weak: linked statically (libtessera.a), the program's own
+// definitions win instead of clashing with these ("multiple definition of
+// operator new(unsigned long)"), as they do with libstdc++.a, whose
+// operators each sit in an object of their own. A weak definition is also
+// never bound locally by the compiler, so the forwarding calls below go
+// through the symbol (the PLT in libtessera.so) and reach the program's.
+#define REPLACEABLE EXPORT __attribute__((weak))
+
+REPLACEABLE void *operator new(std::size_t n) { return allocate_or_throw(n, 0); }
+REPLACEABLE void *operator new(std::size_t n, std::align_val_t a) { return allocate_or_throw(n, (std::size_t)a); }
+REPLACEABLE void operator delete(void *p) noexcept { tes_cxx_free(p); }
+REPLACEABLE void operator delete(void *p, std::align_val_t) noexcept { tes_cxx_free(p); }
+
+REPLACEABLE void *operator new[](std::size_t n) { return ::operator new(n); }
+REPLACEABLE void *operator new[](std::size_t n, std::align_val_t a) { return ::operator new(n, a); }
+REPLACEABLE void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
+  try {
+    return ::operator new(n);
+  } catch (...) {
+    return nullptr;
+  }
 }
-EXPORT void *operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept {
-  return allocate_nothrow(n, (std::size_t)a);
+REPLACEABLE void *operator new[](std::size_t n, const std::nothrow_t &) noexcept {
+  try {
+    return ::operator new[](n);
+  } catch (...) {
+    return nullptr;
+  }
+}
+REPLACEABLE void *operator new(std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept {
+  try {
+    return ::operator new(n, a);
+  } catch (...) {
+    return nullptr;
+  }
+}
+REPLACEABLE void *operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept {
+  try {
+    return ::operator new[](n, a);
+  } catch (...) {
+    return nullptr;
+  }
 }
 
-EXPORT void operator delete(void *p) noexcept { tes_free(p); }
-EXPORT void operator delete[](void *p) noexcept { tes_free(p); }
-EXPORT void operator delete(void *p, const std::nothrow_t &) noexcept { tes_free(p); }
-EXPORT void operator delete[](void *p, const std::nothrow_t &) noexcept { tes_free(p); }
-EXPORT void operator delete(void *p, std::size_t) noexcept { tes_free(p); }
-EXPORT void operator delete[](void *p, std::size_t) noexcept { tes_free(p); }
-EXPORT void operator delete(void *p, std::align_val_t) noexcept { tes_free(p); }
-EXPORT void operator delete[](void *p, std::align_val_t) noexcept { tes_free(p); }
-EXPORT void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { tes_free(p); }
-EXPORT void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { tes_free(p); }
-EXPORT void operator delete(void *p, std::size_t, std::align_val_t) noexcept { tes_free(p); }
-EXPORT void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { tes_free(p); }
+REPLACEABLE void operator delete[](void *p) noexcept { ::operator delete(p); }
+REPLACEABLE void operator delete(void *p, const std::nothrow_t &) noexcept { ::operator delete(p); }
+REPLACEABLE void operator delete[](void *p, const std::nothrow_t &) noexcept { ::operator delete[](p); }
+REPLACEABLE void operator delete(void *p, std::size_t) noexcept { ::operator delete(p); }
+REPLACEABLE void operator delete[](void *p, std::size_t) noexcept { ::operator delete[](p); }
+REPLACEABLE void operator delete[](void *p, std::align_val_t a) noexcept { ::operator delete(p, a); }
+REPLACEABLE void operator delete(void *p, std::align_val_t a, const std::nothrow_t &) noexcept {
+  ::operator delete(p, a);
+}
+REPLACEABLE void operator delete[](void *p, std::align_val_t a, const std::nothrow_t &) noexcept {
+  ::operator delete[](p, a);
+}
+REPLACEABLE void operator delete(void *p, std::size_t, std::align_val_t a) noexcept { ::operator delete(p, a); }
+REPLACEABLE void operator delete[](void *p, std::size_t, std::align_val_t a) noexcept { ::operator delete[](p, a); }

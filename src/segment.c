@@ -266,12 +266,15 @@ tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
     if (seg->cache_purged) tes_purge_note_retake(seg->cache_expire); /* purged, and wanted again: how soon? */
     return seg;
   }
+  int saved = errno;
   seg = map_segment(size, alignment);
   if (seg == NULL) {
-    /* Out of address space or mappings: drop the cache and try once more. */
+    /* Out of address space or mappings: drop the cache and try once more
+     * (when that works, the first try's ENOMEM must not outlive it). */
     tes_cache_purge(true);
     seg = map_segment(size, alignment);
-    if (seg == NULL && tes_opt(TES_OPTION_VERBOSE))
+    if (seg != NULL) errno = saved;
+    else if (tes_opt(TES_OPTION_VERBOSE))
       tes_message("out of memory: cannot map %zu bytes (alignment %zu)", size, alignment);
   }
   return seg;

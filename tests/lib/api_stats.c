@@ -333,16 +333,31 @@ static void check_gauges_consistent(void) {
 static void check_glibc_views(void) {
   API_GROUP("mallinfo2 / malloc_trim / malloc_stats / malloc_info");
   void *p = malloc(1000);
+  /* Large blocks are glibc's mmapped chunks: in hblkhd, and not in arena or
+   * uordblks, so that uordblks + hblkhd is the total in use and arena +
+   * hblkhd the total held, as under glibc (before, uordblks and arena
+   * included them as well, and uordblks + hblkhd counted them twice). */
+  void *large = malloc(8 << 20);
+  memset(large, 1, 8 << 20);
   struct mallinfo2 mi = mallinfo2();
   tes_stats_get(&s1);
-  CHECK(mi.uordblks == (size_t)s1.in_use.current, "mallinfo2.uordblks %zu != in_use %" PRId64, mi.uordblks,
-        s1.in_use.current);
-  CHECK(mi.arena == (size_t)s1.committed.current, "mallinfo2.arena %zu != committed %" PRId64, mi.arena,
-        s1.committed.current);
+  CHECK(mi.hblkhd == (size_t)s1.large_in_use.current && mi.hblkhd >= (8 << 20),
+        "mallinfo2.hblkhd %zu != large_in_use %" PRId64 " (an 8 MiB block is live)", mi.hblkhd,
+        s1.large_in_use.current);
+  CHECK(mi.uordblks + mi.hblkhd == (size_t)s1.in_use.current, "mallinfo2.uordblks %zu + hblkhd %zu != in_use %" PRId64,
+        mi.uordblks, mi.hblkhd, s1.in_use.current);
+  CHECK(mi.arena + mi.hblkhd == (size_t)s1.committed.current, "mallinfo2.arena %zu + hblkhd %zu != committed %" PRId64,
+        mi.arena, mi.hblkhd, s1.committed.current);
+  CHECK(mi.uordblks + mi.fordblks == mi.arena, "mallinfo2: uordblks %zu + fordblks %zu != arena %zu", mi.uordblks,
+        mi.fordblks, mi.arena);
   CHECK(mi.fordblks == (size_t)s1.fragmentation_bytes, "mallinfo2.fordblks %zu != fragmentation %" PRId64,
         mi.fordblks, s1.fragmentation_bytes);
-  CHECK(mi.hblkhd == (size_t)s1.large_in_use.current, "mallinfo2.hblkhd %zu != large_in_use %" PRId64, mi.hblkhd,
-        s1.large_in_use.current);
+  /* hblks counts them (it was 0 beside a non-zero hblkhd). */
+  CHECK(mi.hblks >= 1, "mallinfo2.hblks %zu with an 8 MiB block live", mi.hblks);
+  free(large);
+  struct mallinfo2 after_large = mallinfo2();
+  CHECK(after_large.hblks + 1 == mi.hblks, "mallinfo2.hblks %zu after freeing one of %zu large blocks",
+        after_large.hblks, mi.hblks);
   void *q = malloc(3000);
   struct mallinfo2 mi2 = mallinfo2();
   CHECK(mi2.uordblks - mi.uordblks == tes_usable_size(q), "mallinfo2.uordblks +%zu after malloc(3000), want %zu",

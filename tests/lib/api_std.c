@@ -16,6 +16,8 @@
 
 #include <malloc.h>
 #include <stdint.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 /* The checks deliberately use a block after a realloc that failed (the
  * standard says it is untouched) and pass absurd sizes; gcc 12 warns about
@@ -285,8 +287,10 @@ static void check_huge_sizes(void) {
 
 static void check_aligned_every_power(void) {
   API_GROUP("aligned alloc, every power of two");
-  /* TES_MAX_ALIGNMENT from include/tessera.h (64 MiB); glibc honours it too. */
-  const size_t max_alignment = (size_t)1 << 26;
+  /* TES_MAX_ALIGNMENT from include/tessera.h (1 GiB, the largest huge
+   * page); glibc honours it too (and more: any alignment the kernel can
+   * map). Until it was raised from 64 MiB, 128 MiB and up failed. */
+  const size_t max_alignment = (size_t)1 << 30;
   const size_t sizes[] = {1, 8, 16, 24, 48, 100, 256, 1000, 4096, 5000, 65536, 100000, 1 << 20};
   for (size_t alignment = 1; alignment <= max_alignment; alignment <<= 1) {
     /* Large alignments are expensive in address space: fewer sizes. */
@@ -465,6 +469,66 @@ static void check_free_sized(void) {
   free(a);
 }
 
+/* A call that succeeds leaves errno alone (glibc's malloc family never sets
+ * it on success, and POSIX.1-2024 and glibc >= 2.33 promise it for free):
+ * code that clears errno, allocates and then tests errno must not see a
+ * failure that did not happen. libtessera tries things that may fail on its
+ * way to a success: an in-place mremap before moving a large block that
+ * grows, and, near RLIMIT_AS, an over-sized mapping before an exact one.
+ * Both used to leave ENOMEM behind a realloc or malloc that succeeded. */
+static void check_errno_untouched(void) {
+  API_GROUP("errno untouched on success");
+  /* A large block doubled up to 128 MiB: some steps cannot grow in place. */
+  unsigned char *big = malloc(1 << 20);
+  CHECK(big != NULL, "malloc(1 MiB) failed");
+  for (size_t size = (size_t)2 << 20; big != NULL && size <= ((size_t)128 << 20); size *= 2) {
+    big[0] = 0x5C;
+    errno = 4242;
+    unsigned char *grown = realloc(big, size);
+    CHECK(grown != NULL, "realloc(p, %zu) failed", size);
+    CHECK(errno == 4242, "realloc(p, %zu) succeeded but changed errno to %d", size, errno);
+    if (grown == NULL) break;
+    CHECK(grown[0] == 0x5C, "realloc(p, %zu) lost the first byte", size);
+    big = grown;
+  }
+  errno = 4242;
+  big = realloc(big, 300000);
+  CHECK(errno == 4242, "realloc shrink to 300000 changed errno to %d", errno);
+  errno = 4242;
+  free(big);
+  CHECK(errno == 4242, "free of a large block changed errno to %d", errno);
+
+  /* Near RLIMIT_AS (in a child: the limit stays there): every malloc that
+   * succeeds leaves errno alone, up to the first that fails. */
+  pid_t pid = fork();
+  if (pid == 0) {
+    long pages = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    if (statm == NULL || fscanf(statm, "%ld", &pages) != 1) _exit(77);
+    fclose(statm);
+    struct rlimit limit;
+    getrlimit(RLIMIT_AS, &limit);
+    limit.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)96 << 20);
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(77);
+    int bad = 0, ok = 0;
+    for (int i = 0; i < 200; i++) {
+      errno = 4242;
+      void *p = malloc(3000000);
+      if (p == NULL) break;
+      ok++;
+      if (errno != 4242) {
+        fprintf(stderr, "near RLIMIT_AS: malloc #%d of 3000000 bytes succeeded but set errno %d\n", i, errno);
+        bad++;
+      }
+    }
+    _exit(bad ? 1 : ok > 0 ? 0 : 2);
+  }
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/waitpid failed");
+  CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77),
+        "near RLIMIT_AS: child status 0x%x (1: a malloc that succeeded changed errno; 2: none succeeded)", status);
+}
+
 static void check_many_live_blocks(void) {
   API_GROUP("many live blocks, contents intact");
   enum { N = 20000 };
@@ -517,6 +581,7 @@ int main(int argc, char **argv) {
   check_usable_size();
   check_valloc_pvalloc();
   check_free_sized();
+  check_errno_untouched();
   check_many_live_blocks();
   return api_finish(api_allocator_is_tessera() ? "api_std (libtessera)" : "api_std (other allocator)");
 }

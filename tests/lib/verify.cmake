@@ -62,6 +62,28 @@ if(TARGET tessera_secure)
   endforeach()
 endif()
 
+# A C++ program replacing only plain operator new/delete with a pool of its
+# own: the forms it leaves to libtessera must reach them, preloaded (plain
+# and hardened) and linked from libtessera.a, which must link at all beside
+# the program's definitions: built at test time, so that an archive that
+# clashes fails this test rather than the build.
+add_executable(verify_cxx_replaced_plain ${CMAKE_CURRENT_SOURCE_DIR}/cxx_replaced.cpp)
+target_compile_options(verify_cxx_replaced_plain PRIVATE -fno-builtin)
+target_link_libraries(verify_cxx_replaced_plain PRIVATE ${CMAKE_DL_LIBS})
+add_test(NAME lib.cxx_replaced.preload COMMAND verify_cxx_replaced_plain --expect-tessera)
+set_tests_properties(lib.cxx_replaced.preload PROPERTIES TIMEOUT 60
+  ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_shared>")
+if(TARGET tessera_secure)
+  add_test(NAME lib.cxx_replaced.secure COMMAND verify_cxx_replaced_plain --expect-tessera)
+  set_tests_properties(lib.cxx_replaced.secure PROPERTIES TIMEOUT 60
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
+endif()
+add_test(NAME lib.cxx_replaced.static_archive
+  COMMAND sh -c "\"$0\" -std=c++17 -O1 -fno-builtin \"$1\" \"$2\" -lpthread -ldl -o \"$3\" && \"$3\""
+          ${CMAKE_CXX_COMPILER} ${CMAKE_CURRENT_SOURCE_DIR}/cxx_replaced.cpp $<TARGET_FILE:tessera_static>
+          ${CMAKE_CURRENT_BINARY_DIR}/cxx_replaced_static)
+set_tests_properties(lib.cxx_replaced.static_archive PROPERTIES TIMEOUT 120)
+
 # libtessera.so dlopened at run time by a program running on glibc (the
 # plugin / Python extension case: static TLS, late initialisation).
 add_executable(verify_dlopen ${CMAKE_CURRENT_SOURCE_DIR}/verify_dlopen.c)
