@@ -196,7 +196,11 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
     return realloc_small(heap, counters, page, p, page->block_size, size);
 #endif
   }
-  size_t old_usable = tes_usable_size_slow(p);
+#if TES_SECURE
+  size_t old_usable = tes_secure_requested(&seg->pages[0], p);
+#else
+  size_t old_usable = tes_large_usable(seg); /* seg is p's: no second segment-map walk */
+#endif
 #if TES_SECURE
   /* Judge the old padding now, while it is where the old size says, and
    * re-arm it so that the free of a moved block does not report it twice. */

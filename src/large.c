@@ -447,6 +447,10 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   size_t offset = seg->large_offset;
   size_t usable = block_usable(size);
   size_t old_usable = page->block_size;
+  /* The same whole pages: nothing to do. A buffer grown a byte at a time
+   * comes here 4,095 times a page; each paid the in-use gauge's atomic add
+   * and peak check (3.3x glibc's time growing one to 20 MB). */
+  if (usable == old_usable) return p;
   if (offset + usable <= seg->size) {
     page->block_size = usable;
     in_use_add((int64_t)usable - (int64_t)old_usable);

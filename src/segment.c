@@ -254,6 +254,29 @@ void tes_cache_purge(bool force) {
   tes_unlock(&cache_lock);
 }
 
+/* A large block that no cached segment fits is about to map `bytes` of
+ * new memory: first give back what cached segments still hold resident,
+ * oldest first, up to as much. glibc unmaps such a block at its free; the
+ * cache kept it for the purge delay, so a program that frees a big buffer
+ * and then asks for a bigger one held both (a buffer freed and taken again
+ * 10 MiB larger each time up to 100 MiB peaked at 196 MB against glibc's
+ * 104 MB; `sort -S 100M` at 139 MB against 104 MB). The segments stay
+ * cached, purged, for a later request of their size. */
+static void purge_cached_before_map(size_t bytes) {
+  if (atomic_load_explicit(&cache_purge_due, memory_order_relaxed) == INT64_MAX) return; /* none resident */
+  int64_t now = tes_os_clock_ms();
+  tes_lock(&cache_lock);
+  size_t done = 0;
+  for (size_t i = 0; i < cache_count && done < bytes; i++) { /* oldest first */
+    tes_segment_t *s = cache_slots[i].seg;
+    if (s->cache_purged) continue;
+    done += s->size - s->purged_bytes;
+    purge_cached(s);
+    s->cache_expire = now;
+  }
+  tes_unlock(&cache_lock);
+}
+
 tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
   if (alignment < TES_SEGMENT_SIZE) alignment = TES_SEGMENT_SIZE;
   /* A small segment is exactly one unit. A large block takes a cached
@@ -267,6 +290,9 @@ tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
     return seg;
   }
   int saved = errno;
+  /* Blocks of more than a unit only: a smaller one would purge memory
+   * that the next small segment or large block takes again dirty. */
+  if (size > TES_SEGMENT_SIZE) purge_cached_before_map(size);
   seg = map_segment(size, alignment);
   if (seg == NULL) {
     /* Out of address space or mappings: drop the cache and try once more

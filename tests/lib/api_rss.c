@@ -19,9 +19,15 @@
  *               the settled post-round RSS (+4 MiB) may grow after round 2.
  *   thread_exit threads that allocate 64 MiB, free it (or hand it to main to
  *               free) and exit: the memory is reused, RSS does not add up.
+ *   grow        one buffer at a time, written in full and freed, each 8 MiB
+ *               larger than the last (8 to 96 MiB): RSS with a buffer live
+ *               must stay within 8 MiB of that buffer alone, as on glibc
+ *               (which unmaps it at free). Until the segment cache gave back
+ *               its resident segments before mapping a block none of them
+ *               fits, the last buffer stayed resident beside the next.
  * The 1 GiB of objects is chained through the objects themselves (no
  * pointer array that would itself sit in RSS). Without a mode argument the
- * program runs all four, each in a fresh process. Figures are printed for the
+ * program runs all five, each in a fresh process. Figures are printed for the
  * docs. Standard names (tes_option_get looked up at run time), so it also
  * runs against glibc to validate the harness. */
 #define _GNU_SOURCE
@@ -281,10 +287,29 @@ static void mode_thread_exit(void) {
   CHECK(worst - first <= 8 * MIB, "RSS grew %.1f MiB over 6 thread generations", (double)(worst - first) / MIB);
 }
 
+static void mode_grow(void) {
+  API_GROUP("buffers freed and taken again 8 MiB larger");
+  warm_up();
+  int64_t start = api_rss_bytes();
+  double worst = 0;
+  for (size_t mib = 8; mib <= 96; mib += 8) {
+    char *p = malloc(mib * MIB);
+    CHECK(p != NULL, "malloc(%zu MiB) failed", mib);
+    if (!p) return;
+    memset(p, 1, mib * MIB);
+    double over = (double)(api_rss_bytes() - start) - (double)(mib * MIB);
+    if (over > worst) worst = over;
+    CHECK(over <= 8.0 * MIB, "%zu MiB buffer live: RSS %.1f MiB above it (the freed ones stayed resident)", mib,
+          over / MIB);
+    free(p);
+  }
+  printf("grow: RSS at most %.1f MiB above the live buffer\n", worst / MIB);
+}
+
 /* No mode: run every mode, each in a fresh process (RSS baselines must not
  * inherit another mode's heap), and fail if any fails. */
 static int run_all_modes(char **argv) {
-  static const char *const modes[] = {"trim", "delay", "phases", "thread_exit"};
+  static const char *const modes[] = {"trim", "delay", "phases", "thread_exit", "grow"};
   return run_modes_in_fresh_processes("api_rss", argv, modes, sizeof modes / sizeof modes[0]);
 }
 
@@ -296,8 +321,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "delay")) mode_one_gib(false);
   else if (!strcmp(mode, "phases")) mode_phases();
   else if (!strcmp(mode, "thread_exit")) mode_thread_exit();
+  else if (!strcmp(mode, "grow")) mode_grow();
   else {
-    fprintf(stderr, "usage: api_rss trim|delay|phases|thread_exit [--expect-tessera]\n");
+    fprintf(stderr, "usage: api_rss trim|delay|phases|thread_exit|grow [--expect-tessera]\n");
     return 2;
   }
   return api_finish("api_rss");

@@ -13,3 +13,17 @@ function(tessera_add_fastpath_budget test_name budget label library_target)
             $<TARGET_FILE:fastpath_bench> ${label}=$<TARGET_FILE:${library_target}>)
   set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endfunction()
+
+# Instructions per realloc that grows a large block by one byte (the
+# growth stays within the block's pages), in LIBRARY_TARGET preloaded
+# (tests/lib/grow_budget.sh). Skipped (77) when valgrind is missing.
+function(tessera_add_grow_budget test_name budget library_target)
+  if(NOT TARGET grow_budget)
+    add_executable(grow_budget ${PROJECT_SOURCE_DIR}/tests/lib/grow_budget.c)
+    target_compile_options(grow_budget PRIVATE -O2 -fno-builtin)
+  endif()
+  add_test(NAME ${test_name}
+    COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/grow_budget.sh ${budget}
+            $<TARGET_FILE:grow_budget> $<TARGET_FILE:${library_target}>)
+  set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endfunction()
