@@ -376,6 +376,12 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
     seg->pages[i].index = (uint8_t)i;
     seg->pages[i].mem_zero = zero;
     seg->pages[i].purged = purged && i > 0;
+    /* The slice table maps every block page of the segment from now on: a
+     * wild free into a page never handed out takes the page path through
+     * the closed bin (a NULL bin was a SIGSEGV), and its `used` of 1 brings
+     * it to tes_page_free_event, which reports it. */
+    tes_page_set_bin(&seg->pages[i], &tes_bin_closed);
+    seg->pages[i].used = 1;
   }
   seg->purged_bytes = purged ? (size_t)(count - 1) * page_size : 0;
   tes_os_commit_note((int64_t)old_purged - (int64_t)seg->purged_bytes);
@@ -445,7 +451,8 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
 #if TES_SECURE
   page->capacity = 0; /* no block of it passes tes_secure_free_quick's capacity test */
 #endif
-  tes_page_set_bin(page, &tes_bin_closed); /* a stray free of its blocks takes the page path */
+  tes_page_set_bin(page, &tes_bin_closed); /* a stray free of its blocks takes the page path, */
+  page->used = 1;                          /* and the page event, which reports it */
   seg->free_mask |= (uint64_t)1 << page->index;
   seg->dirty_mask |= (uint64_t)1 << page->index;
   seg->used_pages--;

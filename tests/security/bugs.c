@@ -350,6 +350,20 @@ static int scenario(const char *name) {
   } else if (strcmp(name, "free_misaligned") == 0) {
     char *p = malloc(64);
     free(launder(p + 1));
+  } else if (strcmp(name, "free_retired_page") == 0) {
+    /* A block freed a second time after its page emptied and retired:
+     * nothing of the page is a block any more. */
+    enum { N = 3000 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) blocks[i] = malloc(1000);
+    for (int i = 0; i < N; i++) free(blocks[i]);
+    free(launder(blocks[N - 200]));
+  } else if (strcmp(name, "free_unused_page") == 0) {
+    /* A wild pointer into a page of this thread's own segment that no
+     * block was ever carved from (the segment's 41st page). */
+    char *p = malloc(16);
+    uintptr_t seg = (uintptr_t)p & ~(((uintptr_t)4 << 20) - 1);
+    free(launder((char *)(seg + 40 * 65536 + 64)));
   } else if (strcmp(name, "free_foreign") == 0) {
     char *m = foreign_mapping(1 << 16);
     free(launder(m + 4096));
