@@ -137,7 +137,11 @@ static void bins_flush(tes_heap_t *heap) {
 void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default) {
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct[i] = &tes_page_empty;
   bins_reset(heap);
-  for (size_t i = 0; i < TES_SLICE_SLOTS; i++) heap->slice_tag[i] = UINTPTR_MAX;
+  /* An empty slot is any tag no pointer's slice equals. 0 is one in every
+   * slot but slot 0, which also serves slice 0 (NULL and the first 64 KiB):
+   * so one store, and the other 8 KiB of tags stay as the zeroed struct
+   * has them (untouched memory for a new thread). */
+  heap->slice_tag[0] = UINTPTR_MAX;
   heap->thread_id = thread_id;
   heap->thread_default = thread_default ? thread_default : heap;
   atomic_store_explicit(&heap->purge_due, INT64_MAX, memory_order_relaxed);
@@ -153,10 +157,12 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
 
 tes_heap_t *tes_heap_alloc_struct(void) {
   tes_heap_t *heap = NULL;
+  bool pooled = false;
   tes_lock(&heaps_lock);
   if (heap_pool != NULL) {
     heap = heap_pool;
     heap_pool = heap->all_next;
+    pooled = true;
   } else {
     size_t need = (sizeof(tes_heap_t) + 63) & ~(size_t)63;
     if (heap_chunk_left < need) {
@@ -176,8 +182,11 @@ tes_heap_t *tes_heap_alloc_struct(void) {
   }
   tes_unlock(&heaps_lock);
   /* Off every list now (a pooled heap left tes_heaps_all on release), so
-   * nobody else reads it until tes_heap_setup publishes it. */
-  if (heap != NULL) memset(heap, 0, offsetof(tes_heap_t, slice_page));
+   * nobody else reads it until tes_heap_setup publishes it. A new one comes
+   * from a fresh mapping, zero already: left untouched, the pages of the
+   * struct that a thread does not use never become resident (a thousand
+   * idle threads held 8 KiB each more). */
+  if (pooled) memset(heap, 0, offsetof(tes_heap_t, slice_page));
   return heap;
 }
 

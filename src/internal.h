@@ -258,7 +258,9 @@ struct tes_heap_s {
    * slice number, slice_page its page. Kept only in a thread's default heap
    * (its first-class heaps register there too); a slice missing here, after
    * a collision, simply takes the slow path. A tag match proves the pointer
-   * lies in one of our own pages before anything is dereferenced. */
+   * lies in one of our own pages before anything is dereferenced. An empty
+   * slot holds a tag no slice has (0, or UINTPTR_MAX in slot 0: see
+   * tes_heap_setup). */
   uintptr_t slice_tag[TES_SLICE_SLOTS];
   uintptr_t thread_id;                  /* owner thread's id (shared by its heaps) */
   tes_page_queue_t queues[TES_CLASS_COUNT];
