@@ -73,6 +73,13 @@
 #define TES_SEGMENT_CACHE_MAX 1024 /* the most segments TESSERA_SEGMENT_CACHE may keep */
 #define TES_EXTEND_BYTES ((size_t)8 * 1024) /* a page's free list grows by this much at a time */
 #define TES_EXTEND_MIN_BLOCKS 4
+/* A fresh page's first extension carves half as much in the default build:
+ * a thread that allocates a few blocks of a class (most threads, for most
+ * classes) touches one OS page of it, not two (1,000 idle threads: 50.9 ->
+ * 46.9 MB). The hardened build keeps the whole: each extension shuffles,
+ * and halving the first cost it 2.4 instructions a pair. */
+#define tes_page_extend_bytes(page) \
+  (!TES_SECURE && (page)->capacity == 0 ? TES_EXTEND_BYTES / 2 : TES_EXTEND_BYTES)
 
 static_assert(TES_SMALL_PAGES == 64, "free_mask is one 64-bit word");
 static_assert(TES_SMALL_BLOCK_MAX * 8 <= ((size_t)1 << TES_SMALL_PAGE_SHIFT), ">= 8 blocks per small page");

@@ -51,7 +51,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
 bool tes_page_extend(tes_page_t *page) {
   if (page->capacity >= page->reserved) return false;
   size_t bs = page->block_size;
-  size_t count = TES_EXTEND_BYTES / bs;
+  size_t count = tes_page_extend_bytes(page) / bs;
   if (count < TES_EXTEND_MIN_BLOCKS) count = TES_EXTEND_MIN_BLOCKS;
   if (count > page->reserved - page->capacity) count = page->reserved - page->capacity;
   uint8_t *start = page->area + (size_t)page->capacity * bs;

@@ -179,13 +179,19 @@ int main(void) {
   CHECK(!page->in_use, "empty page still in use after collect");
   CHECK(heap->queues[page->class_index].first == NULL, "class queue not empty after collect");
 
-  /* Lazy extension: a fresh page carves only TES_EXTEND_BYTES at a time.
-   * (tes_collect(true) unmaps the cached segments: the next is fresh.) */
+  /* Lazy extension: a fresh page carves half of TES_EXTEND_BYTES first,
+   * then TES_EXTEND_BYTES at a time. (tes_collect(true) unmaps the cached
+   * segments: the next is fresh.) */
   tes_collect(true);
   void *x = tes_heap_malloc(heap, 16);
   tes_page_t *p16 = tes_page_of(tes_segment_of(x), x);
-  CHECK(p16->capacity == TES_EXTEND_BYTES / 16, "fresh 16-byte page carved %u blocks, want %zu", p16->capacity,
-        TES_EXTEND_BYTES / 16);
+  CHECK(p16->capacity == TES_EXTEND_BYTES / 2 / 16, "fresh 16-byte page carved %u blocks, want %zu", p16->capacity,
+        TES_EXTEND_BYTES / 2 / 16);
+  void *more[TES_EXTEND_BYTES / 2 / 16];
+  for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) more[i] = tes_heap_malloc(heap, 16);
+  CHECK(p16->capacity == (TES_EXTEND_BYTES / 2 + TES_EXTEND_BYTES) / 16, "second extension: %u blocks carved, want %zu",
+        p16->capacity, (TES_EXTEND_BYTES / 2 + TES_EXTEND_BYTES) / 16);
+  for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) tes_free(more[i]);
   CHECK(p16->free_is_zero, "blocks carved from fresh memory are not known zero");
   tes_free(x);
   tes_heap_destroy(heap);
