@@ -788,6 +788,7 @@ void tes_heap_abandon(tes_heap_t *heap) {
     tes_segment_t *seg = heap->segments;
     tes_segment_unlink(heap, seg);
     for (uint32_t i = 1; i < seg->page_count; i++) {
+      if (!(seg->desc_ready & ((uint64_t)1 << i))) continue; /* never handed out: zero, untouched */
       atomic_store(&seg->pages[i].heap, NULL);
       tes_page_set_bin(&seg->pages[i], &tes_bin_closed); /* the heap struct goes back to the pool */
     }

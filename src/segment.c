@@ -307,17 +307,24 @@ tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
 }
 
 /* ---- small and medium segments ------------------------------------------------ */
-/* The owning thread's slice table (the free fast path): every slice of the
- * segment's block pages (not the header page) -> its page descriptor. */
-static void owned_set(tes_heap_t *heap, tes_segment_t *seg, bool present) {
+/* The owning thread's slice table (the free fast path) maps the slices of
+ * the pages in use, and only those: a free into any other page of the
+ * segment (never handed out, or retired since) misses it and takes the slow
+ * path, which finds no page in use there and reports. */
+static void page_slices_set(tes_heap_t *heap, tes_segment_t *seg, unsigned index, bool present) {
   tes_heap_t *table = heap->thread_default ? heap->thread_default : heap;
-  uintptr_t first = tes_slice_of(seg);
   unsigned per_page = 1u << (seg->page_shift - TES_SLICE_SHIFT);
-  for (unsigned i = per_page; i < TES_SEGMENT_SIZE >> TES_SLICE_SHIFT; i++) {
+  uintptr_t first = tes_slice_of(seg) + (uintptr_t)index * per_page;
+  for (unsigned i = 0; i < per_page; i++) {
     uintptr_t slice = first + i;
-    if (present) tes_slice_set(table, slice, &seg->pages[i / per_page]);
+    if (present) tes_slice_set(table, slice, &seg->pages[index]);
     else if (table->slice_tag[tes_slice_slot(slice)] == slice) table->slice_tag[tes_slice_slot(slice)] = UINTPTR_MAX;
   }
+}
+
+static void owned_set(tes_heap_t *heap, tes_segment_t *seg, bool present) {
+  for (unsigned i = 1; i < seg->page_count; i++)
+    if (!present || seg->pages[i].in_use) page_slices_set(heap, seg, i, present);
 }
 
 void tes_segment_link(tes_heap_t *heap, tes_segment_t *seg) {
@@ -362,7 +369,13 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
   size_t size = seg->size;
   size_t page_size = (size_t)1 << shift;
   size_t old_purged = seg->purged_bytes;
-  memset(seg, 0, SEGMENT_HEADER(count));
+  /* Page descriptors are set up when their page is first handed out
+   * (desc_setup). Beyond the first OS page, a segment that was never
+   * written there (fresh, or purged to zero) reads as zero already, and
+   * stays untouched: a thread that uses a few pages touches one page of
+   * header, not four (1,000 idle threads held 12 KiB each more). */
+  size_t header = SEGMENT_HEADER(count);
+  memset(seg, 0, zero && header > tes_os_page_size() ? tes_os_page_size() : header);
   seg->size = size;
   seg->page_shift = shift;
   seg->kind = kind;
@@ -372,16 +385,14 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
   seg->dirty_end = size; /* pages will be written */
   /* Page memory state: a purged page is recommitted when it is used again;
    * anything else purged before (the header) is committed again now. */
-  for (uint32_t i = 0; i < count; i++) {
-    seg->pages[i].index = (uint8_t)i;
-    seg->pages[i].mem_zero = zero;
-    seg->pages[i].purged = purged && i > 0;
-    /* The slice table maps every block page of the segment from now on: a
-     * wild free into a page never handed out takes the page path through
-     * the closed bin (a NULL bin was a SIGSEGV), and its `used` of 1 brings
-     * it to tes_page_free_event, which reports it. */
-    tes_page_set_bin(&seg->pages[i], &tes_bin_closed);
-    seg->pages[i].used = 1;
+  seg->lazy_purged = purged;
+  seg->desc_ready = 1; /* pages[0], the header's page, is never handed out */
+  if (!zero) { /* pages written before: every descriptor now, none zero */
+    for (uint32_t i = 1; i < count; i++) {
+      seg->pages[i].index = (uint8_t)i;
+      seg->pages[i].purged = purged;
+    }
+    seg->desc_ready = count == 64 ? ~(uint64_t)0 : ((uint64_t)1 << count) - 1;
   }
   seg->purged_bytes = purged ? (size_t)(count - 1) * page_size : 0;
   tes_os_commit_note((int64_t)old_purged - (int64_t)seg->purged_bytes);
@@ -419,6 +430,19 @@ void tes_segments_unlock(bool child) {
   else tes_unlock(&segments_lock_);
 }
 
+/* A page's descriptor, before its page is first handed out: zero but for
+ * its position and the memory state the segment came with (zero: a
+ * segment that had dirty pages is set up whole, see tes_segment_alloc). */
+static void desc_setup(tes_segment_t *seg, unsigned index) {
+  tes_page_t *page = &seg->pages[index];
+  if (seg->desc_ready & ((uint64_t)1 << index)) return;
+  memset(page, 0, sizeof *page);
+  page->index = (uint8_t)index;
+  page->mem_zero = 1;
+  page->purged = seg->lazy_purged;
+  seg->desc_ready |= (uint64_t)1 << index;
+}
+
 tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
   tes_segment_t *seg = heap->free_segments[kind];
   if (seg == NULL) {
@@ -439,8 +463,10 @@ tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
     seg->free_next = seg->free_prev = NULL;
     seg->in_free_list = false;
   }
+  desc_setup(seg, idx);
   tes_page_t *page = &seg->pages[idx];
   tes_heap_purge_cancel(heap, page);
+  page_slices_set(heap, seg, idx, true);
   return page;
 }
 
@@ -451,8 +477,8 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
 #if TES_SECURE
   page->capacity = 0; /* no block of it passes tes_secure_free_quick's capacity test */
 #endif
-  tes_page_set_bin(page, &tes_bin_closed); /* a stray free of its blocks takes the page path, */
-  page->used = 1;                          /* and the page event, which reports it */
+  page_slices_set(heap, seg, page->index, false); /* a stray free of its blocks takes the slow path */
+  tes_page_set_bin(page, &tes_bin_closed);
   seg->free_mask |= (uint64_t)1 << page->index;
   seg->dirty_mask |= (uint64_t)1 << page->index;
   seg->used_pages--;
