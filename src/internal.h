@@ -517,6 +517,7 @@ void tes_heap_purge_cancel(tes_heap_t *heap, tes_page_t *page);
  * report of such a retake (purged_at: ms clock of the purge, 0 if forced). */
 int64_t tes_purge_delay(int64_t now);
 void tes_purge_note_retake(int64_t purged_at);
+void tes_purge_note_retake_at(int64_t purged_at, int64_t now); /* the same at a given clock (tests) */
 /* purge.c: the purge thread (TESSERA_PURGE_THREAD): started from a malloc
  * slow path holding no lock; a fork child forgets its parent's. heap.c:
  * a round over every heap, purging what is due (or everything) or only

@@ -46,10 +46,11 @@ int64_t tes_purge_delay(int64_t now) {
   return (int64_t)base << level;
 }
 
-void tes_purge_note_retake(int64_t purged_at) {
+void tes_purge_note_retake(int64_t purged_at) { tes_purge_note_retake_at(purged_at, tes_os_clock_ms()); }
+
+void tes_purge_note_retake_at(int64_t purged_at, int64_t now) {
   long base = tes_opt(TES_OPTION_PURGE_DELAY_MS);
   if (base <= 0 || purged_at <= 0) return; /* eager purging, or a forced purge (tes_collect) */
-  int64_t now = tes_os_clock_ms();
   int level = atomic_load_explicit(&purge_level, memory_order_relaxed);
   int64_t delay = (int64_t)base << level;
   int64_t idle = now - purged_at;

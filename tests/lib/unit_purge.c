@@ -21,48 +21,59 @@ static void sleep_ms(long ms) {
 
 #define BASE 25
 
+/* The rules on a clock of the test's own (tes_purge_note_retake_at and
+ * tes_purge_delay take the time): with the real one and sleeps, a thread
+ * that lost its core for 25 ms in a burst, or slept 950 ms longer than
+ * asked, failed the test on a loaded machine. t is ms from `start`. */
+static int64_t start;
+static long delay_at(int64_t t) { return (long)tes_purge_delay(start + t); }
+static void retake_at(int64_t purged, int64_t t) { tes_purge_note_retake_at(purged ? start + purged : 0, start + t); }
+
 static void check_rules(void) {
-  CHECK(tes_purge_delay_current() == BASE, "start: %ld", tes_purge_delay_current());
+  start = tes_os_clock_ms() + 10 * 1000; /* after anything the library saw */
+  /* Calm seconds step the delay the tests before raised back to the base,
+   * one level a second (at most two levels). */
+  for (int64_t t = -3000; t < 0; t += 1000) delay_at(t);
+  CHECK(delay_at(0) == BASE, "start: %ld", delay_at(0));
 
   /* A retake long after its purge (10 delays), and one after a forced
    * purge (purged_at 0): not premature. */
-  tes_purge_note_retake(tes_os_clock_ms() - 10 * BASE);
-  tes_purge_note_retake(0);
-  CHECK(tes_purge_delay_current() == BASE, "after late and forced retakes: %ld", tes_purge_delay_current());
+  retake_at(-10 * BASE, 0);
+  retake_at(0, 0);
+  CHECK(delay_at(0) == BASE, "after late and forced retakes: %ld", delay_at(0));
 
-  /* Premature: doubled; the rest of the same burst counts once. */
-  tes_purge_note_retake(tes_os_clock_ms() - 1);
-  CHECK(tes_purge_delay_current() == 2 * BASE, "after one premature retake: %ld", tes_purge_delay_current());
-  for (int i = 0; i < 100; i++) tes_purge_note_retake(tes_os_clock_ms() - 1);
-  CHECK(tes_purge_delay_current() == 2 * BASE, "a burst raised it to %ld", tes_purge_delay_current());
+  /* Premature: doubled; the rest of the same burst (within a base delay)
+   * counts once. */
+  retake_at(-1, 0);
+  CHECK(delay_at(0) == 2 * BASE, "after one premature retake: %ld", delay_at(0));
+  for (int i = 0; i < 100; i++) retake_at(i % BASE - 1, i % BASE);
+  CHECK(delay_at(BASE - 1) == 2 * BASE, "a burst raised it to %ld", delay_at(BASE - 1));
 
   /* A base delay later: doubled again, then capped at 4 times. */
-  sleep_ms(BASE + 5);
-  tes_purge_note_retake(tes_os_clock_ms() - 1);
-  CHECK(tes_purge_delay_current() == 4 * BASE, "second premature retake: %ld", tes_purge_delay_current());
-  sleep_ms(BASE + 5);
-  tes_purge_note_retake(tes_os_clock_ms() - 1);
-  CHECK(tes_purge_delay_current() == 4 * BASE, "above the cap: %ld", tes_purge_delay_current());
+  retake_at(BASE + 4, BASE + 5);
+  CHECK(delay_at(BASE + 5) == 4 * BASE, "second premature retake: %ld", delay_at(BASE + 5));
+  retake_at(2 * BASE + 9, 2 * BASE + 10);
+  CHECK(delay_at(2 * BASE + 10) == 4 * BASE, "above the cap: %ld", delay_at(2 * BASE + 10));
 
   /* Premature is judged against the delay in effect: a retake 5 delays
    * (of 100 ms) after its purge is not, and leaves the calm clock alone. */
-  tes_purge_note_retake(tes_os_clock_ms() - 5 * 4 * BASE);
+  int64_t last = 2 * BASE + 10; /* the last premature retake */
+  retake_at(last - 5 * 4 * BASE, last);
 
-  /* Calm: one step down per second without a premature retake. */
-  sleep_ms(1050);
-  CHECK(tes_purge_delay_current() == 2 * BASE, "after a calm second: %ld", tes_purge_delay_current());
-  CHECK(tes_purge_delay_current() == 2 * BASE, "a second read went down again: %ld", tes_purge_delay_current());
-  sleep_ms(1050);
-  CHECK(tes_purge_delay_current() == BASE, "after two calm seconds: %ld", tes_purge_delay_current());
-  sleep_ms(1050);
-  CHECK(tes_purge_delay_current() == BASE, "below the base: %ld", tes_purge_delay_current());
+  /* Calm: one step down per second without a premature retake, and the
+   * step restarts the calm clock. */
+  CHECK(delay_at(last + 999) == 4 * BASE, "down before a calm second: %ld", delay_at(last + 999));
+  CHECK(delay_at(last + 1000) == 2 * BASE, "after a calm second: %ld", delay_at(last + 1000));
+  CHECK(delay_at(last + 1001) == 2 * BASE, "a second read went down again: %ld", delay_at(last + 1001));
+  CHECK(delay_at(last + 2000) == BASE, "after two calm seconds: %ld", delay_at(last + 2000));
+  CHECK(delay_at(last + 3000) == BASE, "below the base: %ld", delay_at(last + 3000));
 
   /* Base 0 (purge at once): nothing adapts. */
   tes_option_set(TES_OPTION_PURGE_DELAY_MS, 0);
-  tes_purge_note_retake(tes_os_clock_ms() - 1);
-  CHECK(tes_purge_delay_current() == 0, "eager purging adapted to %ld", tes_purge_delay_current());
+  retake_at(last + 3000, last + 3001);
+  CHECK(delay_at(last + 3001) == 0, "eager purging adapted to %ld", delay_at(last + 3001));
   tes_option_set(TES_OPTION_PURGE_DELAY_MS, BASE);
-  CHECK(tes_purge_delay_current() == BASE, "back at the base: %ld", tes_purge_delay_current());
+  CHECK(delay_at(last + 3001) == BASE, "back at the base: %ld", delay_at(last + 3001));
 }
 
 /* Pages: 8 MiB of 512-byte blocks freed but one in 1024, so that most pages
@@ -118,8 +129,8 @@ static void check_segment(void) {
 int main(void) {
   tes_process_init();
   tes_option_set(TES_OPTION_PURGE_DELAY_MS, BASE);
-  check_rules();
   check_pages();
   check_segment();
+  check_rules(); /* last: it leaves the adaptive state dated in the future */
   return unit_finish("unit_purge");
 }
