@@ -18,17 +18,7 @@
 #include <string>
 #include <vector>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                        \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      failures++;                                                               \
-      std::fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);      \
-      std::fprintf(stderr, __VA_ARGS__);                                        \
-      std::fputc('\n', stderr);                                                 \
-    }                                                                           \
-  } while (0)
+#include "cxx_check.h"
 
 static bool aligned(const void *p, std::size_t a) { return (reinterpret_cast<std::uintptr_t>(p) & (a - 1)) == 0; }
 

@@ -24,17 +24,7 @@
 // Replacing the unsized delete alone is the point (gcc warns about it).
 #pragma GCC diagnostic ignored "-Wsized-deallocation"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                        \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      failures++;                                                               \
-      std::fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);      \
-      std::fprintf(stderr, __VA_ARGS__);                                        \
-      std::fputc('\n', stderr);                                                 \
-    }                                                                           \
-  } while (0)
+#include "cxx_check.h"
 
 alignas(64) static unsigned char pool[1 << 20];
 static std::size_t pool_used;
