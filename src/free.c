@@ -39,17 +39,6 @@ void tes_free_local_block(tes_page_t *page, tes_block_t *block) { tes_page_push_
 void tes_report_double_free(const tes_page_t *page, const void *p) { tes_report_error(TES_ERR_DOUBLE_FREE, p, page); }
 
 void tes_page_free_event(tes_page_t *page) {
-  if (tes_unlikely(!page->in_use)) {
-    /* A page no heap uses (retired, or never handed out) that this
-     * thread's slice table still maps: its `used` of 1 brought a free of
-     * a wild pointer, or of a block whose page retired after its first
-     * free, here. Nothing in it is a block: undo the push, report. */
-    const void *p = page->local_free;
-    page->local_free = NULL;
-    page->used = 1;
-    tes_report_unowned(p);
-    return;
-  }
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
   if (page->in_full) tes_heap_page_unfull(heap, page);
   else tes_heap_page_emptied(heap, page);

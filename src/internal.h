@@ -262,8 +262,9 @@ struct tes_heap_s {
   tes_page_t *direct[TES_DIRECT_COUNT]; /* fast path: size -> page with free blocks */
   tes_bin_t *direct_bin[TES_DIRECT_COUNT]; /* default build: size -> its class's bin */
   tes_bin_t bins[TES_CLASS_COUNT];      /* default build: recently freed blocks per class */
-  /* Free fast path: the 64 KiB slices of the block areas of segments this
-   * thread owns, direct-mapped by (address >> 16) % 1024: slice_tag holds the
+  /* Free fast path: the 64 KiB slices of the pages in use in segments this
+   * thread owns (entered when a page is handed out, removed when it
+   * retires: segment.c), direct-mapped by (address >> 16) % 1024: slice_tag holds the
    * slice number, slice_page its page. Kept only in a thread's default heap
    * (its first-class heaps register there too); a slice missing here, after
    * a collision, simply takes the slow path. A tag match proves the pointer
