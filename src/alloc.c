@@ -209,8 +209,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
 #endif
   if (size > TES_MEDIUM_BLOCK_MAX) {
     size_t old_seg = seg->size;
-    int saved = errno;
-    void *q = tes_large_realloc(seg, p, size);
+    void *q = tes_large_realloc(seg, p, size); /* errno untouched, NULL or not */
     if (q != NULL) {
       if (q != p || tes_segment_of(q)->size != old_seg) counters->huge_remaps++;
       if (q == p) counters->realloc_in_place++;
@@ -219,7 +218,6 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
 #endif
       return q;
     }
-    errno = saved; /* no room to grow in place (a failed mremap): the move below decides */
 #if TES_SECURE
     /* Moving: to a block that can grow in place (see large.c), so that a
      * buffer grown step by step is copied O(log n) times, not every time. */

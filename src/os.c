@@ -205,12 +205,12 @@ void tes_os_huge_pages(void *addr, size_t size, bool enable) {
 
 void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignment) {
   if (alignment < os_page_size) alignment = os_page_size;
-  if (new_size > ((size_t)1 << 46) || FAULT(TES_FAULT_MREMAP, new_size)) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  if (new_size > ((size_t)1 << 46) || FAULT(TES_FAULT_MREMAP, new_size)) return NULL;
   atomic_fetch_add_explicit(&os_mremap_calls, 1, RELAXED);
-  int saved = errno; /* the in-place try fails (ENOMEM) whenever the block has to move */
+  /* errno as it was, whatever happens: the in-place try fails (ENOMEM)
+   * whenever the block has to move, and a failure here is not the call's
+   * (realloc then copies the block, and malloc says ENOMEM if that fails). */
+  int saved = errno;
   /* First try to resize where it is (always works for shrinking). */
   void *p = mremap(addr, old_size, new_size, 0);
   if (p == MAP_FAILED) {
@@ -218,7 +218,7 @@ void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignmen
     size_t span = new_size + alignment - os_page_size;
     uint8_t *area = raw_mmap(NULL, span, PROT_NONE);
     if (area == NULL) {
-      errno = ENOMEM;
+      errno = saved;
       return NULL;
     }
     uintptr_t start = ((uintptr_t)area + alignment - 1) & ~(uintptr_t)(alignment - 1);
@@ -228,7 +228,7 @@ void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignmen
     p = mremap(addr, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start);
     if (p == MAP_FAILED) {
       munmap((void *)start, new_size);
-      errno = ENOMEM;
+      errno = saved;
       return NULL;
     }
   }

@@ -10,8 +10,8 @@
  * and "commit" are one step; "purge" gives the physical pages back (RSS drops)
  * while keeping the address range mapped; "unmap" gives the range back.
  * All functions are thread-safe and never allocate. errno: a failed
- * tes_os_map_aligned or tes_os_remap sets ENOMEM; nothing else here changes
- * it, so a malloc, realloc or free that succeeds leaves errno as it was, as
+ * tes_os_map_aligned sets ENOMEM; nothing else here changes it (a failed
+ * tes_os_remap neither: its caller moves the block instead), so a malloc, realloc or free that succeeds leaves errno as it was, as
  * glibc's do (a try that failed on the way, such as the in-place mremap of a
  * block that then moves, used to show through as ENOMEM). */
 #ifndef TES_OS_H
