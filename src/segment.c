@@ -430,13 +430,13 @@ void tes_segments_unlock(bool child) {
   else tes_unlock(&segments_lock_);
 }
 
-/* A page's descriptor, before its page is first handed out: zero but for
- * its position and the memory state the segment came with (zero: a
- * segment that had dirty pages is set up whole, see tes_segment_alloc). */
+/* A page's descriptor, before its page is first handed out: it reads as
+ * zero (tes_segment_alloc zeroed or found zero the whole header; a segment
+ * that had dirty pages is set up whole there), and needs its position and
+ * the memory state the segment came with. */
 static void desc_setup(tes_segment_t *seg, unsigned index) {
   tes_page_t *page = &seg->pages[index];
   if (seg->desc_ready & ((uint64_t)1 << index)) return;
-  memset(page, 0, sizeof *page);
   page->index = (uint8_t)index;
   page->mem_zero = 1;
   page->purged = seg->lazy_purged;
