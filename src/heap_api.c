@@ -104,7 +104,10 @@ static bool visit_page(const tes_page_t *page, tes_block_visitor_t *visit, void 
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   mark_list(page, tes_tf_list(tf), free_map);
 #if !TES_SECURE
-  mark_mixed_list(page, page->bin->head, page->bin->limit, free_map); /* blocks waiting in the heap's bin */
+  /* Blocks waiting in the heap's bin. Read once: the owner sets it while
+   * it hands the page out, under this walk. */
+  const tes_bin_t *bin = *(const tes_bin_t *const volatile *)&page->bin;
+  if (bin != NULL) mark_mixed_list(page, bin->head, bin->limit, free_map);
 #endif
   mark_delayed(page, free_map);
   tes_block_info_t info;

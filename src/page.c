@@ -30,6 +30,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   page->remote_collected = 0;
   page->corrupt_link = NULL;
   page->live_base = 0;
+  tes_page_set_bin(page, &tes_bin_closed); /* until a heap takes the page; before in_use (tes_heap_visit) */
   page->in_use = 1;
   page->pinned = 0;
   page->in_full = 0;
@@ -39,7 +40,6 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
 #if TES_SECURE
   tes_secure_page_init(page);
 #endif
-  tes_page_set_bin(page, &tes_bin_closed); /* until a heap takes the page */
   if (page->purged) {
     tes_purge_note_retake(page->purge_expire); /* purged, and wanted again: how soon? */
     page->purged = 0;

@@ -391,6 +391,7 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
     for (uint32_t i = 1; i < count; i++) {
       seg->pages[i].index = (uint8_t)i;
       seg->pages[i].purged = purged;
+      tes_page_set_bin(&seg->pages[i], &tes_bin_closed); /* as desc_setup */
     }
     seg->desc_ready = count == 64 ? ~(uint64_t)0 : ((uint64_t)1 << count) - 1;
   }
@@ -440,6 +441,10 @@ static void desc_setup(tes_segment_t *seg, unsigned index) {
   page->index = (uint8_t)index;
   page->mem_zero = 1;
   page->purged = seg->lazy_purged;
+  /* A descriptor in use always names a bin: tes_heap_visit (any thread)
+   * reads page->bin->head of every page it sees in use, and tes_page_init
+   * sets in_use before it sets the bin (same cache line: no extra touch). */
+  tes_page_set_bin(page, &tes_bin_closed);
   seg->desc_ready |= (uint64_t)1 << index;
 }
 
