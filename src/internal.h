@@ -187,7 +187,7 @@ struct tes_segment_s {
   uintptr_t cookie;            /* secure: proves the header is ours */
   tes_segment_t *all_next, *all_prev; /* every small/medium segment (stats, visit) */
   bool in_all_list;
-  bool lazy_purged;            /* small/medium: pages whose descriptor is not set up yet are purged */
+  bool lazy_zero, lazy_purged; /* small/medium: memory state of the pages whose descriptor is not set up yet */
   uint64_t desc_ready;         /* small/medium: bit i: pages[i] is set up (segment.c, desc_setup) */
   tes_page_t pages[];
 };

@@ -385,16 +385,9 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
   seg->dirty_end = size; /* pages will be written */
   /* Page memory state: a purged page is recommitted when it is used again;
    * anything else purged before (the header) is committed again now. */
+  seg->lazy_zero = zero;
   seg->lazy_purged = purged;
   seg->desc_ready = 1; /* pages[0], the header's page, is never handed out */
-  if (!zero) { /* pages written before: every descriptor now, none zero */
-    for (uint32_t i = 1; i < count; i++) {
-      seg->pages[i].index = (uint8_t)i;
-      seg->pages[i].purged = purged;
-      tes_page_set_bin(&seg->pages[i], &tes_bin_closed); /* as desc_setup */
-    }
-    seg->desc_ready = count == 64 ? ~(uint64_t)0 : ((uint64_t)1 << count) - 1;
-  }
   seg->purged_bytes = purged ? (size_t)(count - 1) * page_size : 0;
   tes_os_commit_note((int64_t)old_purged - (int64_t)seg->purged_bytes);
   atomic_store_explicit(&seg->thread_id, heap->thread_id, memory_order_relaxed);
@@ -432,18 +425,18 @@ void tes_segments_unlock(bool child) {
 }
 
 /* A page's descriptor, before its page is first handed out: it reads as
- * zero (tes_segment_alloc zeroed or found zero the whole header; a segment
- * that had dirty pages is set up whole there), and needs its position and
- * the memory state the segment came with. */
+ * zero (tes_segment_alloc zeroed the header, or found it zero past its
+ * first OS page), and needs its position and the memory state the segment
+ * came with. */
 static void desc_setup(tes_segment_t *seg, unsigned index) {
   tes_page_t *page = &seg->pages[index];
   if (seg->desc_ready & ((uint64_t)1 << index)) return;
   page->index = (uint8_t)index;
-  page->mem_zero = 1;
+  page->mem_zero = seg->lazy_zero;
   page->purged = seg->lazy_purged;
-  /* A descriptor in use always names a bin: tes_heap_visit (any thread)
-   * reads page->bin->head of every page it sees in use, and tes_page_init
-   * sets in_use before it sets the bin (same cache line: no extra touch). */
+  /* A descriptor always names a bin: tes_heap_visit (any thread) reads
+   * page->bin->head of every page it sees in use (same cache line as the
+   * fields above: no extra touch). */
   tes_page_set_bin(page, &tes_bin_closed);
   seg->desc_ready |= (uint64_t)1 << index;
 }

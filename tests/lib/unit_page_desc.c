@@ -6,8 +6,9 @@
  * since descriptors were no longer set up whole at segment start, a page
  * first handed out had bin == NULL until tes_page_init's last store, after
  * its in_use store, so a concurrent walk could dereference NULL. Checked
- * both for a segment whose descriptors are set up one by one (fresh or
- * purged to zero) and for one set up whole (dirty, from the cache). */
+ * both for a segment whose header past its first OS page was found zero
+ * (fresh or purged to zero) and for one whose header was zeroed whole
+ * (dirty, from the cache). */
 #define _GNU_SOURCE
 #include "unit_common.h"
 
@@ -49,7 +50,7 @@ int main(void) {
   REQUIRE(pthread_create(&t, NULL, fresh_thread, "lazy") == 0, "thread");
   pthread_join(t, NULL);
   /* Dirty segments from the cache (the first thread's, adopted and freed
-   * by trim), set up whole. */
+   * by trim), their header zeroed whole. */
   tes_collect(false);
   REQUIRE(pthread_create(&t, NULL, fresh_thread, "whole") == 0, "thread");
   pthread_join(t, NULL);
