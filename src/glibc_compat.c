@@ -43,9 +43,9 @@ static size_t clamp_nonnegative(int64_t value) { return value > 0 ? (size_t)valu
 
 static int clamp_int(size_t value) { return value > (size_t)INT_MAX ? INT_MAX : (int)value; }
 
-TES_COMPAT_EXPORT struct mallinfo2 mallinfo2(void) {
-  tes_stats_t *stats = tes_report_scratch_take(sizeof *stats);
-  tes_stats_get(stats);
+/* The mapping above, from one statistics snapshot (malloc_stats and
+ * malloc_info print it beside other figures of the same snapshot). */
+static struct mallinfo2 info_of(const tes_stats_t *stats) {
   struct mallinfo2 info = {0};
   info.hblkhd = clamp_nonnegative(stats->large_in_use.current);
   info.hblks = clamp_nonnegative(atomic_load_explicit(&tes_large_blocks, memory_order_relaxed));
@@ -54,6 +54,13 @@ TES_COMPAT_EXPORT struct mallinfo2 mallinfo2(void) {
   if (info.arena < info.uordblks) info.arena = info.uordblks;
   info.fordblks = info.arena - info.uordblks;
   info.usmblks = clamp_nonnegative(stats->committed.peak);
+  return info;
+}
+
+TES_COMPAT_EXPORT struct mallinfo2 mallinfo2(void) {
+  tes_stats_t *stats = tes_report_scratch_take(sizeof *stats);
+  tes_stats_get(stats);
+  struct mallinfo2 info = info_of(stats);
   tes_report_scratch_give();
   return info;
 }
@@ -89,8 +96,8 @@ TES_COMPAT_EXPORT void malloc_stats(void) {
    * only grew, and the peak address space of everything). */
   unsigned long mmap_regions = (unsigned long)clamp_nonnegative(atomic_load(&tes_large_blocks_peak));
   unsigned long mmap_peak = (unsigned long)clamp_nonnegative(stats->large_in_use.peak);
+  struct mallinfo2 info = info_of(stats);
   tes_report_scratch_give();
-  struct mallinfo2 info = mallinfo2();
   unsigned long system_bytes = (unsigned long)info.arena, in_use_bytes = (unsigned long)info.uordblks;
   unsigned long large_bytes = (unsigned long)info.hblkhd;
   fprintf(stderr,
@@ -112,11 +119,11 @@ TES_COMPAT_EXPORT void malloc_stats(void) {
  * heap's system bytes (as mallinfo2). options must be 0, as in glibc. */
 TES_COMPAT_EXPORT int malloc_info(int options, FILE *out) {
   if (options != 0 || out == NULL) return EINVAL; /* glibc returns EINVAL itself, errno untouched */
-  struct mallinfo2 info = mallinfo2();
-  unsigned long committed = (unsigned long)info.arena; /* without the large blocks */
-  unsigned long free_bytes = (unsigned long)info.fordblks;
   tes_stats_t *stats = tes_report_scratch_take(sizeof *stats);
   tes_stats_get(stats);
+  struct mallinfo2 info = info_of(stats);
+  unsigned long committed = (unsigned long)info.arena; /* without the large blocks */
+  unsigned long free_bytes = (unsigned long)info.fordblks;
   fprintf(out, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
   uint32_t classes = stats->class_count < TES_STATS_MAX_CLASSES ? stats->class_count : TES_STATS_MAX_CLASSES;
   for (uint32_t c = 0; c < classes; c++) {
