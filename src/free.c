@@ -71,6 +71,12 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
   }
 }
 
+/* A page in use whose block area p lies in (its segment found p's); the
+ * page part of every ownership check below. */
+static inline bool page_holds(const tes_page_t *page, const void *p) {
+  return page->in_use && (const uint8_t *)p >= page->area;
+}
+
 /* The segment owning p if p is a live block start we can free; else NULL
  * (after reporting, when `report`). Cheap checks only in the default build. */
 tes_segment_t *tes_owned_segment(const void *p, bool report) {
@@ -87,7 +93,7 @@ tes_segment_t *tes_owned_segment(const void *p, bool report) {
     return seg;
   }
   tes_page_t *page = tes_page_of(seg, p);
-  if (tes_segment_of(p) != seg || !page->in_use || (const uint8_t *)p < page->area) {
+  if (tes_segment_of(p) != seg || !page_holds(page, p)) {
     if (report) {
       if (page->in_use) tes_report_error(TES_ERR_INVALID_FREE, p, page);
       else tes_report_unowned(p);
@@ -165,7 +171,7 @@ void tes_free_slow(void *p) {
     tes_heap_t *heap = tes_tls_heap;
     if (tes_likely(atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id)) {
       tes_page_t *page = tes_page_of(seg, p);
-      if (tes_likely(page->in_use && (const uint8_t *)p >= page->area && secure_quick(seg, page, p))) {
+      if (tes_likely(page_holds(page, p) && secure_quick(seg, page, p))) {
         /* Take the slot back, so the next frees into this page hit it. */
         tes_slice_set(heap, tes_slice_of(p), page);
         tes_free_owned(page, (tes_block_t *)p);
@@ -179,7 +185,7 @@ void tes_free_slow(void *p) {
        * each other's blocks come here on most frees (mstress: callgrind,
        * 137 instructions a remote free from tes_free_slow on, now 67). */
       tes_page_t *page = tes_page_of(seg, p);
-      if (tes_likely(page->in_use && (const uint8_t *)p >= page->area)) {
+      if (tes_likely(page_holds(page, p))) {
         heap->counters.remote_frees++;
         tes_free_remote(page, (tes_block_t *)p);
         return;
