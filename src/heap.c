@@ -294,12 +294,23 @@ static void purge_list_remove(tes_heap_t *heap, tes_page_t *page) {
 /* Purge the pages due at `now` (all of them when force); purge_lock held. */
 static void purge_expired_locked(tes_heap_t *heap, int64_t now, bool force) {
   while (heap->purge.first != NULL && (force || heap->purge.first->purge_expire <= now)) {
-    tes_page_t *page = heap->purge.first;
-    purge_list_remove(heap, page);
-    /* purge_expire now dates the purge, for tes_purge_note_retake; a forced
-     * one (tes_collect) is the program's request and is not judged. */
-    if (force) page->purge_expire = 0;
-    tes_segment_purge_page(page);
+    tes_page_t *first = heap->purge.first;
+    /* The next pages of the list that are due and follow this one in its
+     * segment go in the same call (purge_expire now dates the purge, for
+     * tes_purge_note_retake; a forced one, tes_collect, is the program's
+     * request and is not judged). */
+    tes_segment_t *seg = tes_segment_of(first);
+    unsigned count = 0;
+    tes_page_t *page = first;
+    while (page != NULL && first->index + count < seg->page_count && page == &seg->pages[first->index + count] &&
+           (force || page->purge_expire <= now)) {
+      tes_page_t *next = page->next;
+      purge_list_remove(heap, page);
+      if (force) page->purge_expire = 0;
+      count++;
+      page = next;
+    }
+    tes_segment_purge_pages(first, count);
   }
   purge_due_update(heap);
 }
@@ -318,18 +329,27 @@ void tes_heap_purge_cancel(tes_heap_t *heap, tes_page_t *page) {
     purge_due_update(heap);
   }
 }
-void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
+void tes_heap_purge_schedule_pages(tes_heap_t *heap, tes_segment_t *seg, uint64_t mask) {
+  if (mask == 0) return;
   int64_t now = tes_os_clock_ms();
   int64_t delay = tes_purge_delay(now);
-  if (delay <= 0) {
-    tes_segment_purge_page(page);
-    return;
+  for (uint64_t m = mask; m != 0; m &= m - 1) {
+    tes_page_t *page = &seg->pages[__builtin_ctzll(m)];
+    if (delay <= 0) {
+      tes_segment_purge_pages(page, 1);
+      continue;
+    }
+    page->purge_expire = now + delay;
+    page->purge_pending = 1;
+    queue_push_back(&heap->purge, page);
   }
-  page->purge_expire = now + delay;
-  page->purge_pending = 1;
-  queue_push_back(&heap->purge, page);
+  if (delay <= 0) return;
   purge_due_update(heap);
   tes_purge_thread_notify();
+}
+
+void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
+  tes_heap_purge_schedule_pages(heap, tes_segment_of(page), (uint64_t)1 << page->index);
 }
 
 static void purge_due_at(tes_heap_t *heap, int64_t now) {

@@ -496,7 +496,7 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind);
 void tes_segment_free(tes_segment_t *seg);    /* all pages free; to cache or OS */
 tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind); /* fresh page */
 void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page);  /* retired page back */
-void tes_segment_purge_page(tes_page_t *page);
+void tes_segment_purge_pages(tes_page_t *first, unsigned count); /* neighbours in one segment */
 tes_segment_t *tes_segment_find(const void *p); /* owner of any address, or NULL */
 void tes_segmap_set(tes_segment_t *seg, bool present);
 void tes_segmap_shrink(tes_segment_t *seg, size_t new_size); /* before seg->size becomes new_size */
@@ -531,6 +531,7 @@ int64_t tes_heaps_purge(int64_t now, bool force);
 int64_t tes_heaps_purge_next(void);
 int64_t tes_cache_purge_due(void);
 void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page);
+void tes_heap_purge_schedule_pages(tes_heap_t *heap, tes_segment_t *seg, uint64_t mask); /* bit i: seg->pages[i] */
 void tes_abandoned_lock(void);
 void tes_abandoned_unlock(void);
 extern tes_segment_t *tes_abandoned_list;     /* under tes_abandoned_lock */

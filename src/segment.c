@@ -359,6 +359,27 @@ void tes_segment_unlink(tes_heap_t *heap, tes_segment_t *seg) {
   }
 }
 
+static void desc_setup(tes_segment_t *seg, unsigned index);
+
+/* A segment taken back from the cache before its purge is still resident
+ * wherever its last user wrote. Those pages go on the heap's purge list as
+ * if just retired: whatever this heap does not take (it takes dirty pages
+ * first, which cancels their purge) goes back after the purge delay.
+ * Before, they stayed resident while any one page of the segment was in
+ * use: 16 threads that freed 16 MiB each and idled kept 50 MiB through
+ * malloc_trim, against 5 MiB with the cache off. Called with the heap's
+ * purge lock held (tes_segment_page_alloc's caller). */
+static void schedule_dirty_pages(tes_heap_t *heap, tes_segment_t *seg, size_t dirty_end) {
+  size_t page_size = (size_t)1 << seg->page_shift;
+  uint64_t mask = 0;
+  for (unsigned i = 1; i < seg->page_count && (size_t)i * page_size < dirty_end; i++) {
+    desc_setup(seg, i);
+    mask |= (uint64_t)1 << i;
+  }
+  seg->dirty_mask |= mask;
+  tes_heap_purge_schedule_pages(heap, seg, mask);
+}
+
 tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
   tes_segment_t *seg = tes_segment_obtain(TES_SEGMENT_SIZE, TES_SEGMENT_SIZE);
   if (seg == NULL) return NULL;
@@ -369,6 +390,7 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
   size_t size = seg->size;
   size_t page_size = (size_t)1 << shift;
   size_t old_purged = seg->purged_bytes;
+  size_t old_dirty_end = seg->dirty_end;
   /* Page descriptors are set up when their page is first handed out
    * (desc_setup). Beyond the first OS page, a segment that was never
    * written there (fresh, or purged to zero) reads as zero already, and
@@ -400,6 +422,7 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
   seg->in_all_list = true;
   tes_unlock(&segments_lock_);
   tes_segmap_set(seg, true);
+  if (!zero && !purged) schedule_dirty_pages(heap, seg, old_dirty_end);
   return seg;
 }
 
@@ -496,17 +519,32 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
   tes_heap_purge_schedule(heap, page);
 }
 
-void tes_segment_purge_page(tes_page_t *page) {
-  if (page->purged || page->in_use) return;
-  tes_segment_t *seg = tes_segment_of(page);
+/* Purge `count` neighbouring pages from `first` on, in one call to the OS
+ * (pages retired or scheduled together lie side by side: one madvise for a
+ * run, not one a page). Pages in use or purged already are left out. */
+void tes_segment_purge_pages(tes_page_t *first, unsigned count) {
+  tes_segment_t *seg = tes_segment_of(first);
   size_t page_size = (size_t)1 << seg->page_shift;
-  uint8_t *start = (uint8_t *)seg + (size_t)page->index * page_size;
-  bool zero = tes_os_purge(start, page_size, tes_opt(TES_OPTION_PURGE_DECOMMIT) != 0);
-  page->purged = 1;
-  page->mem_zero = zero;
-  seg->dirty_mask &= ~((uint64_t)1 << page->index);
-  seg->purged_bytes += page_size;
-  tes_os_commit_note(-(int64_t)page_size);
+  unsigned end = first->index + count;
+  for (unsigned i = first->index; i < end;) {
+    tes_page_t *page = &seg->pages[i];
+    if (page->purged || page->in_use) {
+      i++;
+      continue;
+    }
+    unsigned run = 1;
+    while (i + run < end && !seg->pages[i + run].purged && !seg->pages[i + run].in_use) run++;
+    uint8_t *start = (uint8_t *)seg + (size_t)i * page_size;
+    bool zero = tes_os_purge(start, run * page_size, tes_opt(TES_OPTION_PURGE_DECOMMIT) != 0);
+    for (unsigned j = i; j < i + run; j++) {
+      seg->pages[j].purged = 1;
+      seg->pages[j].mem_zero = zero;
+      seg->dirty_mask &= ~((uint64_t)1 << j);
+    }
+    seg->purged_bytes += run * page_size;
+    tes_os_commit_note(-(int64_t)(run * page_size));
+    i += run;
+  }
 }
 
 /* ---- abandoned segments ------------------------------------------------------- */

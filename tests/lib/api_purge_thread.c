@@ -35,6 +35,14 @@
  *   sweep    the main thread keeps allocating and freeing (slow paths, not
  *            a trim): RSS must fall within 3 s, since a slow path purges
  *            other heaps' overdue pages, at most once per purge delay.
+ *   recycled a worker fills 32 MiB and frees it, then exits: its segments
+ *            wait in the segment cache, resident (a 60 s purge delay). A
+ *            second worker takes two of them back for a block each (one
+ *            small, one medium) and idles. malloc_trim(0) from the main
+ *            thread must leave RSS within 3 MiB of the start: the pages of
+ *            the taken segments that the blocks do not use must go too
+ *            (they stayed resident, up to 4 MiB a segment, while one of its
+ *            pages was in use).
  * Without the option the RSS of idle and pages stays up (checked by hand:
  * docs/USAGE.md, section options). tests/sanitize runs churn under ASan and
  * TSan with TES_API_ONLY, where the calls go through tes_malloc and tes_free
@@ -181,6 +189,58 @@ static int idle_mode(bool pages, enum reclaim how) {
   pthread_join(t, NULL);
   if (pages)
     for (size_t i = 0; i < block_count; i += keep_every) FREE(blocks[i]);
+  return api_finish(api_current_group);
+}
+
+static void *fill_and_free(void *arg) {
+  (void)arg;
+  static const size_t one[] = {1000};
+  allocate(32 * MIB, one, 1);
+  /* Last in, first out: the first segment, filled whole, empties last and
+   * is the cache's newest, the one the next segment request takes. */
+  for (size_t i = block_count; i-- > 0;) FREE(blocks[i]);
+  return NULL;
+}
+
+static void *take_two_blocks(void *arg) {
+  void **block = arg;
+  /* One block in small pages, one in medium pages: two segments. */
+  static const size_t sizes[2] = {64, 20000};
+  for (int i = 0; i < 2; i++) {
+    block[i] = MALLOC(sizes[i]);
+    REQUIRE(block[i] != NULL, "malloc(%zu)", sizes[i]);
+    memset(block[i], 0x5a, sizes[i]);
+  }
+  set_stage(1);
+  wait_stage(2);
+  return NULL;
+}
+
+static int recycled_mode(void) {
+  API_GROUP("recycled");
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_THREAD, 0) == 0, "option");
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 60000) == 0, "option");
+  int64_t base = api_rss_bytes();
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, fill_and_free, NULL) == 0, "thread");
+  pthread_join(t, NULL);
+  int64_t cached = api_rss_bytes();
+  void *block[2] = {NULL, NULL};
+  REQUIRE(pthread_create(&t, NULL, take_two_blocks, block) == 0, "thread");
+  wait_stage(1);
+  int released = malloc_trim(0);
+  int64_t trimmed = api_rss_bytes();
+  CHECK(released == 1, "malloc_trim returned %d", released);
+  CHECK(cached - base > (int64_t)(24 * MIB), "only %lld MiB resident in the cache",
+        (long long)((cached - base) / (int64_t)MIB));
+  CHECK(trimmed - base <= (int64_t)(3 * MIB), "RSS %lld KiB above the start after malloc_trim",
+        (long long)((trimmed - base) / 1024));
+  printf("recycled: RSS +%lld KiB with the cache full, +%lld KiB after malloc_trim\n",
+         (long long)((cached - base) / 1024), (long long)((trimmed - base) / 1024));
+  set_stage(2);
+  pthread_join(t, NULL);
+  FREE(block[0]);
+  FREE(block[1]);
   return api_finish(api_current_group);
 }
 
@@ -368,9 +428,10 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "churn")) return churn_mode();
     if (!strcmp(argv[1], "fork")) return fork_mode();
     if (!strcmp(argv[1], "last")) return last_mode();
+    if (!strcmp(argv[1], "recycled")) return recycled_mode();
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
   }
-  static const char *const modes[] = {"idle", "pages", "churn", "fork", "last", "trim", "sweep"};
-  return run_modes_in_fresh_processes("api_purge_thread", argv, modes, 7) ? 1 : 0;
+  static const char *const modes[] = {"idle", "pages", "churn", "fork", "last", "trim", "sweep", "recycled"};
+  return run_modes_in_fresh_processes("api_purge_thread", argv, modes, 8) ? 1 : 0;
 }
