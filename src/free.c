@@ -38,6 +38,23 @@ void tes_free_local_block(tes_page_t *page, tes_block_t *block) { tes_page_push_
 
 void tes_report_double_free(const tes_page_t *page, const void *p) { tes_report_error(TES_ERR_DOUBLE_FREE, p, page); }
 
+#if !TES_SECURE
+void tes_free_owned_checked(tes_page_t *page, tes_bin_t *bin, tes_block_t *block) {
+  /* At most `held` steps: a list already damaged (a use-after-free write)
+   * cannot keep us here. */
+  uint32_t held = tes_bin_held(bin);
+  tes_block_t *b = bin->head;
+  for (uint32_t i = 0; i < held && b != NULL; i++, b = b->next) {
+    if (b == block) {
+      tes_report_double_free(page, block);
+      return; /* when the program goes on (TESSERA_ABORT_ON_ERROR=0): not linked twice */
+    }
+  }
+  *tes_bin_mark(block) = 0; /* the program's own data, not a mark */
+  tes_free_owned(page, block);
+}
+#endif
+
 void tes_page_free_event(tes_page_t *page) {
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
   if (page->in_full) tes_heap_page_unfull(heap, page);

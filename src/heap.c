@@ -119,12 +119,16 @@ static void bins_flush(tes_heap_t *heap) {
   bins_fold(heap, false);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     tes_bin_t *bin = &heap->bins[c];
-    while (bin->head != NULL) {
+    /* No more steps than the bin holds: a list damaged by a use-after-free
+     * write cannot keep the flush walking. */
+    for (uint32_t held = tes_bin_held(bin); held > 0 && bin->head != NULL; held--) {
       tes_block_t *block = bin->head;
       bin->head = block->next;
+      *tes_bin_mark(block) = 0;
       bin->tally++;
       tes_free_local_block(tes_page_of(tes_segment_of(block), block), block);
     }
+    bin->head = NULL;
   }
   bins_set_limits(heap);
 }

@@ -238,6 +238,12 @@ static inline uint32_t tes_bin_held(const tes_bin_t *bin) {
 }
 static inline uint64_t tes_bin_pops(const tes_bin_t *bin) { return bin->tally >> TES_BIN_ROOM_BITS; }
 extern tes_bin_t tes_bin_closed; /* room 0: pages no bin may take blocks of */
+/* A binned block's second word holds its bin's address (every class is at
+ * least 16 bytes); zero once it leaves the bin (alloc_inline.h, free). */
+static inline uintptr_t *tes_bin_mark(tes_block_t *block) { return (uintptr_t *)block + 1; }
+/* free.c: an owner's free of a block that carries its bin's mark: a
+ * double free if the bin holds it (reported), else freed as usual. */
+void tes_free_owned_checked(tes_page_t *page, tes_bin_t *bin, tes_block_t *block);
 
 /* Where the owner's frees into page go first: its heap's bin of its class,
  * or tes_bin_closed for a page no heap holds. Nothing in the hardened build,

@@ -185,6 +185,20 @@ static int scenario(const char *name) {
     free(launder(p));
     free(launder(q));
     free(launder(p));
+  } else if (strcmp(name, "double_free_deep") == 0) {
+    /* 32 blocks freed, then the tenth again: 22 frees of its class came
+     * after it, and a malloc in between took the last one back. */
+    char *b[32];
+    for (int i = 0; i < 32; i++) b[i] = malloc(48);
+    for (int i = 0; i < 32; i++) free(launder(b[i]));
+    char *again = malloc(48);
+    free(launder(b[9]));
+    free(launder(again));
+  } else if (strcmp(name, "double_free_medium_not_head") == 0) {
+    char *p = malloc(100000), *q = malloc(100000);
+    free(launder(p));
+    free(launder(q));
+    free(launder(p));
   } else if (strcmp(name, "double_free_medium") == 0) {
     char *p = malloc(100000);
     free(launder(p));
