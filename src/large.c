@@ -4,8 +4,12 @@
  * block at large_offset (512 bytes, or the requested alignment), size rounded
  * to 4 MiB. (The hardened build places the block at the END of its segment
  * instead, right before the segment's guard page, so a fresh block costs no
- * mprotect; realloc moves a block that grows to the front of a segment with
- * room to grow, and from then on moves a guard page of its own.) Freeing puts the segment into the shared segment cache (bounded,
+ * mprotect; realloc grows a block within its segment by moving a guard page
+ * of its own, and past it by growing the segment with its pages, as the
+ * default build does, through tes_os_remap_guarded (the guard pages split
+ * the mapping, which mremap moves only one piece at a time); only if that
+ * fails is the block copied, to the front of a segment with room to grow.)
+ * Freeing puts the segment into the shared segment cache (bounded,
  * purged after the purge delay), so repeated multi-megabyte alloc/free cycles
  * do not become mmap/munmap storms. realloc stays in place while the block
  * fits its segment and otherwise grows it with mremap (page tables move, no
@@ -363,7 +367,8 @@ void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero
 #if TES_SECURE
 void *tes_large_alloc_growable(tes_heap_t *heap, size_t size) { return large_alloc(heap, size, 0, false, true); }
 
-/* realloc copied the block elsewhere and frees it next: give its pages back
+/* realloc copied the block elsewhere (the hardened build's fallback when
+ * its segment could not grow with its pages) and frees it next: give its pages back
  * now. Growing a buffer step by step moves it O(log n) times, and each old
  * segment waited in the cache, dirty, for the purge delay (a 300 MB Python
  * bytearray grown by += peaked at 593 MB RSS, the default build, which grows
