@@ -211,10 +211,12 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
     size_t old_seg = seg->size;
     void *q = tes_large_realloc(seg, p, size); /* errno untouched, NULL or not */
     if (q != NULL) {
-      if (q != p || tes_segment_of(q)->size != old_seg) counters->huge_remaps++;
+      /* Its segment may have moved with it (mremap): the block keeps its offset. */
+      tes_segment_t *now = (tes_segment_t *)((uintptr_t)seg + ((uintptr_t)q - (uintptr_t)p));
+      if (q != p || now->size != old_seg) counters->huge_remaps++;
       if (q == p) counters->realloc_in_place++;
 #if TES_SECURE
-      tes_secure_set_padding(&seg->pages[0], q, size); /* in place: q == p */
+      tes_secure_set_padding(&now->pages[0], q, size);
 #endif
       return q;
     }

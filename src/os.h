@@ -45,6 +45,20 @@ void tes_os_huge_pages(void *addr, size_t size, bool enable);
  * when the following addresses are free, otherwise moves the pages (no copy)
  * to a fresh aligned range. NULL on failure, the old mapping is then intact. */
 void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignment);
+/* Grow a mapping whose guard pages split it into pieces (the hardened
+ * build's large segment: mremap moves one piece at a time), to new_size >
+ * old_size, keeping its contents, its `alignment`, and every piece's offset
+ * and protection. cuts[0] = 0 < cuts[1] < ... < cuts[count - 1]: where each
+ * piece starts; the last one (the block's) runs to the end, or to a one-page
+ * PROT_NONE guard that is the mapping's last page when tail_guard. That
+ * piece grows: its new bytes read as zero, the page at guard_at (an offset
+ * at or beyond old_size, 0: none) is a guard too, and the tail guard ends
+ * the new mapping (the old one is gone). In place when the addresses after
+ * the mapping are free, else at a fresh aligned range (no copy). NULL on
+ * failure, the old mapping then intact and where it was; errno untouched
+ * either way. */
+void *tes_os_remap_guarded(void *addr, size_t old_size, size_t new_size, size_t alignment, const size_t *cuts,
+                           size_t count, bool tail_guard, size_t guard_at);
 
 /* Monotonic clock in milliseconds (vDSO, coarse: advances once per timer
  * tick, 1-4 ms; cheap). */

@@ -25,6 +25,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -427,6 +429,78 @@ static void check_realloc_move(void) {
   pool_free_all();
 }
 
+/* The mapping holding addr (/proc/self/maps): its end, and whether it is
+ * PROT_NONE. 0 when addr is not mapped. Called with no fault programmed
+ * (fopen allocates). */
+static uintptr_t mapping_end(uintptr_t addr, bool *none) {
+  static char text[1 << 20];
+  FILE *f = fopen("/proc/self/maps", "r");
+  CHECK(f != NULL);
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[len] = '\0';
+  for (char *line = text; *line != '\0';) {
+    unsigned long start, end;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) == 3 && start <= addr && addr < end) {
+      *none = strncmp(perms, "---", 3) == 0;
+      return end;
+    }
+    char *next = strchr(line, '\n');
+    if (next == NULL) break;
+    line = next + 1;
+  }
+  return 0;
+}
+
+/* realloc past a large block's mapping grows the mapping with mremap: the
+ * default build's tes_os_remap, the hardened build's tes_os_remap_guarded,
+ * which moves the segment's pieces (header, header guard, block) one
+ * mremap each and puts back those that moved when a later one fails. The
+ * space after the segment is taken first (a page mapped there), so it must
+ * move; then the n-th mremap from the realloc fails, n = 1..6: whichever
+ * fails (the in-place try, the block's move, a header piece's, or none),
+ * realloc succeeds (moved, or copied when the remap gave up) with errno
+ * untouched, the contents kept and, in the hardened build, a guard page
+ * right after the block. Then mremap and mmap both fail: NULL, ENOMEM, the
+ * block whole. */
+static void check_guarded_remap(void) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  void *probe = tes_malloc(100);
+  bool secure = tes_usable_size(probe) == 100; /* the hardened build's usable size is the request */
+  tes_free(probe);
+  injected_before = tes_fault_injected();
+  for (long n = 1; n <= 6; n++) {
+    fault_block_t *b = pool_add(tes_malloc(300 * KiB), 300 * KiB);
+    bool none;
+    uintptr_t end = mapping_end(((uintptr_t)b->ptr + b->size + 16 + page - 1) & ~(page - 1), &none);
+    CHECK(end != 0);
+    void *blocker = mmap((void *)end, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    CHECK(blocker == (void *)end || errno == EEXIST);
+    tes_fault_fail_nth(TES_FAULT_MREMAP, n);
+    errno = 4321;
+    unsigned char *q = tes_realloc(b->ptr, 9 * MiB);
+    CHECK(q != NULL && errno == 4321);
+    tes_fault_clear();
+    b->ptr = q;
+    CHECK(fault_intact(b));
+    if (secure) {
+      CHECK(mapping_end(((uintptr_t)q + 9 * MiB + 16 + page - 1) & ~(page - 1), &none) != 0 && none);
+      CHECK(mapping_end((uintptr_t)q, &none) != 0 && !none);
+    }
+    b->size = 9 * MiB;
+    fault_fill(b);
+  }
+  expect_injected();
+  fault_block_t *b = &pool[pool_count - 1];
+  tes_fault_fail_always(TES_FAULT_MREMAP, true);
+  tes_fault_fail_always(TES_FAULT_MMAP, true);
+  errno = 0;
+  CHECK(tes_realloc(b->ptr, 200 * MiB) == NULL && errno == ENOMEM);
+  tes_fault_clear();
+  pool_free_all();
+}
+
 /* A new thread needs a heap of its own. With every mmap failing, its
  * allocations fail cleanly, and once the fault clears the same thread gets
  * memory. Threads that start and exit under the fault leave no damage. */
@@ -569,6 +643,7 @@ static const fault_check_t checks[] = {
   {"aligned_paths", check_aligned_paths},
   {"calloc", check_calloc},
   {"realloc_move", check_realloc_move},
+  {"guarded_remap", check_guarded_remap},
   {"thread_heap", check_thread_heap},
   {"heap_new", check_heap_new},
 };

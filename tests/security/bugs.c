@@ -91,6 +91,95 @@ static int page_mapped(const void *p) {
   return mincore((void *)((uintptr_t)p & ~(page - 1)), 1, &vec) == 0;
 }
 
+/* ---- the mappings around a large block (/proc/self/maps) ------------------
+ * The hardened build's large block of `size` requested bytes ends at the
+ * page boundary after its 16 bytes of padding, where a guard page
+ * (PROT_NONE) follows; its segment (4 MiB-aligned, the block less than
+ * 4 MiB in) starts with a read-write header page and has a guard after the
+ * header; the segment's last page is a guard too. */
+typedef struct vma_s {
+  uintptr_t start, end;
+  char perms[8];
+} vma_t;
+enum { MAX_VMAS = 4096 };
+static vma_t vmas[MAX_VMAS];
+static int vma_count;
+
+static void read_maps(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (f == NULL) {
+    perror("/proc/self/maps");
+    exit(4);
+  }
+  char line[512];
+  vma_count = 0;
+  while (vma_count < MAX_VMAS && fgets(line, sizeof line, f)) {
+    vma_t *v = &vmas[vma_count];
+    if (sscanf(line, "%lx-%lx %7s", &v->start, &v->end, v->perms) == 3) vma_count++;
+  }
+  fclose(f);
+}
+
+static const vma_t *vma_at(uintptr_t addr) {
+  for (int i = 0; i < vma_count; i++)
+    if (vmas[i].start <= addr && addr < vmas[i].end) return &vmas[i];
+  return NULL;
+}
+
+static int vma_rw(const vma_t *v) { return v != NULL && v->perms[0] == 'r' && v->perms[1] == 'w'; }
+static int vma_none(const vma_t *v) { return v != NULL && strncmp(v->perms, "---", 3) == 0; }
+
+static uintptr_t large_guard_of(const void *p, size_t size) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  return ((uintptr_t)p + size + 16 + page - 1) & ~(page - 1);
+}
+
+/* NULL when the mappings around block p are as they should be, else what is wrong. */
+static const char *large_layout_wrong(const void *p, size_t size) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t guard = large_guard_of(p, size), base = (uintptr_t)p & ~(SEGMENT_SIZE - 1);
+  read_maps();
+  for (uintptr_t at = (uintptr_t)p & ~(page - 1); at < guard;) {
+    const vma_t *v = vma_at(at);
+    if (!vma_rw(v)) return "a page of the block is not read-write";
+    at = v->end;
+  }
+  if (!vma_none(vma_at(guard))) return "no guard page right after the block";
+  if (!vma_rw(vma_at(base))) return "the segment header is not read-write";
+  int header_guard = 0;
+  for (uintptr_t at = base + page; at < base + ((uintptr_t)64 << 10) && at < (uintptr_t)p; at += page)
+    if (vma_none(vma_at(at))) header_guard = 1;
+  if (!header_guard) return "no guard page after the segment header";
+  return NULL;
+}
+
+/* The end of block p's segment: the end of the first PROT_NONE mapping at
+ * or after its guard that is followed by a gap or a 4 MiB boundary (a
+ * moved guard is followed by the rest of the segment). */
+static uintptr_t large_segment_end(const void *p, size_t size) {
+  uintptr_t at = large_guard_of(p, size);
+  read_maps();
+  for (int steps = 0; steps < 16; steps++) {
+    const vma_t *v = vma_at(at);
+    if (v == NULL) return 0;
+    if (vma_none(v) && (vma_at(v->end) == NULL || v->end % SEGMENT_SIZE == 0)) return v->end;
+    at = v->end;
+  }
+  return 0;
+}
+
+/* Map a page right after block p's segment, so that the segment cannot
+ * grow in place: a realloc past it must move it. 1 when the space there is
+ * taken (by that page or something else). */
+static int block_growth(const void *p, size_t size) {
+  uintptr_t end = large_segment_end(p, size);
+  if (end == 0) return 0;
+  if (vma_at(end) != NULL) return 1;
+  void *m = mmap((void *)end, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  return m == (void *)end;
+}
+
 /* Large double frees (blocks above the 128 KiB size classes, each in a
  * segment of its own). After the first free the segment is cached (still
  * mapped, off the segment map) or unmapped; the second free must still be
@@ -331,6 +420,10 @@ static int scenario(const char *name) {
      * segment always moves), which frees the old one; then free the old
      * pointer. */
     char *p = malloc(300000);
+    if (!block_growth(p, 300000)) { /* (a segment that grows in place keeps p) */
+      printf("cannot map a page after the block's segment\n");
+      return 1;
+    }
     char *q = realloc(launder(p), 9u << 20);
     if (q == NULL) return 5;
     if (q == p) {
@@ -339,6 +432,75 @@ static int scenario(const char *name) {
     }
     printf("moved from %p to %p\n", (void *)p, (void *)q);
     free(launder(p));
+  } else if (strcmp(name, "large_remap_layout") == 0) {
+    /* A block grown by realloc from 200,000 bytes to 96 MiB in steps, its
+     * segment kept from growing in place before every other step (so that
+     * it moves): after each step the contents are kept, every page of the
+     * block is read-write, a guard page follows it, and its segment still
+     * has a read-write header and a guard after it. */
+    static const size_t sizes[] = {200000, 300000, 700000, 1500000, 3000000, 5000000, 9u << 20, (9u << 20) + 4096,
+                                   24u << 20, 40u << 20, 41u << 20, 96u << 20};
+    unsigned char *p = NULL;
+    size_t size = 0;
+    int moved = 0, kept = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      if (p != NULL && i % 2 == 0 && !block_growth(p, size)) {
+        printf("cannot map a page after the block's segment\n");
+        return 1;
+      }
+      unsigned char *q = launder(realloc(p, sizes[i]));
+      if (q == NULL) return 5;
+      if (p != NULL) q == p ? kept++ : moved++;
+      for (size_t j = 0; j < size; j += 509)
+        if (q[j] != (unsigned char)(j * 7 + (j >> 12))) {
+          printf("realloc to %zu bytes lost the contents at byte %zu\n", sizes[i], j);
+          return 1;
+        }
+      for (size_t j = size; j < sizes[i]; j++) q[j] = (unsigned char)(j * 7 + (j >> 12));
+      p = q;
+      size = sizes[i];
+      const char *wrong = large_layout_wrong(p, size);
+      if (wrong != NULL) {
+        printf("after realloc to %zu bytes (block %p): %s\n", size, (void *)p, wrong);
+        return 1;
+      }
+    }
+    printf("layout kept through %d moves and %d steps in place\n", moved, kept);
+    free(p);
+    return moved > 0 ? 0 : 1;
+  } else if (strcmp(name, "large_guard_after_remap") == 0 || strcmp(name, "overflow_large_after_remap") == 0) {
+    /* A 300,000-byte block grown to 9 MiB with its segment kept from
+     * growing in place: it moves with its pages (or is copied). Its
+     * contents are kept, and then either a write one page past its new end
+     * faults, or a byte written right after the new requested size is
+     * reported at free. */
+    size_t size = 300000, grown = 9u << 20;
+    unsigned char *p = malloc(size);
+    for (size_t i = 0; i < size; i++) p[i] = (unsigned char)(i * 7);
+    if (!block_growth(p, size)) {
+      printf("cannot map a page after the block's segment\n");
+      return 1;
+    }
+    uintptr_t was = (uintptr_t)p;
+    unsigned char *q = realloc(launder(p), grown);
+    if (q == NULL) return 5;
+    for (size_t i = 0; i < size; i++)
+      if (q[i] != (unsigned char)(i * 7)) {
+        printf("realloc lost the contents at byte %zu\n", i);
+        return 1;
+      }
+    memset(q + size, 1, grown - size);
+    printf("contents kept; moved from %#lx to %p\n", (unsigned long)was, (void *)q);
+    if (strcmp(name, "overflow_large_after_remap") == 0) {
+      ((volatile unsigned char *)q)[grown] = 0;
+      free(q);
+      return 0;
+    }
+    uintptr_t next = large_guard_of(q, grown);
+    printf("writing at %p, past the block's end\n", (void *)next);
+    *(volatile char *)next = 1;
+    printf("the write past the end was not stopped\n");
+    return 1;
   } else if (strcmp(name, "free_large_interior") == 0) {
     /* A page into a live large block: never a block start. */
     char *p = malloc(300000);
