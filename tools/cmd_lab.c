@@ -401,7 +401,8 @@ static void on_crash(int sig) {
     static const char head[] = "tessera lab: crashed (signal ";
     if (write(2, head, sizeof head - 1) < 0) {}
     char num[4] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), ')', 0};
-    if (write(2, num, 3) < 0) {}
+    const char *n = sig < 10 ? num + 1 : num; /* "signal 6)", not "signal 06)" */
+    if (write(2, n, (size_t)(num + 3 - n)) < 0) {}
     static const char mid[] = " while replaying ";
     if (write(2, mid, sizeof mid - 1) < 0) {}
     driver_write_current_op(2);
@@ -410,6 +411,9 @@ static void on_crash(int sig) {
   raise(sig);  /* SA_RESETHAND: the default action now */
 }
 
+/* SIGABRT too: a failed assert() in a student's mm.c (--mm), or glibc's
+ * abort on a heap it finds corrupted, is a crash of the replay like any
+ * other, and the op that led to it is what the user needs. */
 static void install_crash_report(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -420,6 +424,7 @@ static void install_crash_report(void) {
   sigaction(SIGBUS, &sa, NULL);
   sigaction(SIGFPE, &sa, NULL);
   sigaction(SIGILL, &sa, NULL);
+  sigaction(SIGABRT, &sa, NULL);
 }
 
 /* Returns -1 when the driver itself failed (out of memory). */
