@@ -129,7 +129,8 @@ static void usage(FILE *out) {
           "  --runs N             runs of every (workload, allocator) pair (default 3)\n"
           "  --allocators a,b,c   allocators to compare (default: all available)\n"
           "  --allocator NAME=SO  add (or replace) an allocator given by its shared object\n"
-          "                       (an ELF shared object at a path without spaces or colons)\n"
+          "                       (an ELF shared object at a path without spaces or colons;\n"
+          "                       each NAME once, at most 16 allocators in all)\n"
           "  --baseline NAME      ratios are against this allocator (default: system)\n"
           "  --workloads x,y      workloads or groups to run (see --list; default: all)\n"
           "  --threads N,M        thread counts for multi-threaded workloads\n"
@@ -312,6 +313,25 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
  * labelled NAME would really be glibc's. Stored as an absolute path. Returns
  * 0, or -1 after a usage message. */
 static int check_custom_allocators(bench_config_t *c) {
+  /* Every name once, and room for all: a second NAME= silently replaced the
+   * first, and a name past MAX_ALLOCS in all was silently dropped (then
+   * "unknown allocator" when --allocators named it). */
+  bench_allocator_t known[MAX_ALLOCS];
+  size_t n_builtin = bench_known_allocators(tessera_self_dir(), known, MAX_ALLOCS), n_all = n_builtin;
+  for (size_t i = 0; i < c->n_custom; i++) {
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(c->custom[j].name, c->custom[i].name)) {
+        fprintf(stderr, "tessera bench: --allocator %s is given twice\n", c->custom[i].name);
+        return -1;
+      }
+    size_t k = 0;
+    while (k < n_builtin && strcmp(known[k].name, c->custom[i].name)) k++;
+    if (k == n_builtin && ++n_all > MAX_ALLOCS) {
+      fprintf(stderr, "tessera bench: too many allocators: at most %d in all, the %zu built in included\n",
+              MAX_ALLOCS, n_builtin);
+      return -1;
+    }
+  }
   for (size_t i = 0; i < c->n_custom; i++) {
     bench_allocator_t *al = &c->custom[i];
     char resolved[PATH_MAX];
@@ -895,7 +915,13 @@ static void list_everything(const bench_config_t *c) {
   printf("\nAllocators:\n");
   bench_allocator_t known[MAX_ALLOCS];
   size_t n = bench_known_allocators(bin, known, MAX_ALLOCS);
-  for (size_t i = 0; i < c->n_custom && n < MAX_ALLOCS; i++) known[n++] = c->custom[i];
+  /* As a run takes them: one of a built-in name replaces it, the others join. */
+  for (size_t i = 0; i < c->n_custom; i++) {
+    size_t k = 0;
+    while (k < n && strcmp(known[k].name, c->custom[i].name)) k++;
+    if (k == n && n < MAX_ALLOCS) n++;
+    if (k < n) known[k] = c->custom[i];
+  }
   for (size_t i = 0; i < n; i++)
     printf("  %-10s %-9s %s%s%s\n", known[i].name, known[i].available ? "available" : "absent",
            known[i].path[0] ? known[i].path : "(system malloc, no preload)",
