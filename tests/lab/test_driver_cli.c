@@ -140,8 +140,8 @@ static void test_broken_traces(void) {
 }
 
 /* Only regular files are read: /dev/zero or a FIFO would be read without
- * end (timeout stops the command if they are not refused), and a NUL byte in
- * the first block read stops the reading there, even after the requests. */
+ * end (timeout stops the command if they are not refused), and a NUL byte
+ * stops the reading where it is found, even after the requests. */
 static void test_not_a_text_file(void) {
   run_t *r = run_program("timeout 20 " TESSERA, "lab --check-only /dev/zero");
   CHECK(r->status == 2 && !strcmp(r->err, "/dev/zero: not a regular file (a character device)\n"));
@@ -157,6 +157,19 @@ static void test_not_a_text_file(void) {
   r = run(args);
   snprintf(want, sizeof want, "%s/nul.rep:6: unexpected byte 0x00 in column 1\n", dir);
   CHECK(r->status == 2 && !strcmp(r->err, want) && r->out[0] == '\0');
+  /* The same NUL after 70 KB of stray lines (past the first block read):
+   * refused too, at its own line (it was accepted: only the first block was
+   * looked at, and the parser ignores junk after the requests). */
+  snprintf(args, sizeof args, "{ printf '1\\n1\\n1\\n1\\na 0 8\\n'; i=0; while [ $i -lt 7000 ]; do "
+           "echo 'stray line'; i=$((i + 1)); done; printf 'x\\0\\n'; } >%s/nul-late.rep", dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "lab --check-only %s/nul-late.rep", dir);
+  r = run(args);
+  snprintf(want, sizeof want, "%s/nul-late.rep:7006: unexpected byte 0x00 in column 2\n", dir);
+  if (!(r->status == 2 && !strcmp(r->err, want) && r->out[0] == '\0')) {
+    fprintf(stderr, "nul-late.rep: exit %d, stderr \"%s\"\n", r->status, r->err);
+    failures++;
+  }
   snprintf(args, sizeof args, "rm -rf %s", dir);
   CHECK(system(args) == 0);
 }
