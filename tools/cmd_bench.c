@@ -258,10 +258,16 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
       } else if (!strcmp(a, "--baseline")) {
         c->baseline = v;
         c->baseline_given = 1;
-      } else if (!strcmp(a, "--out")) {
-        c->out_root = v;
-      } else if (!strcmp(a, "--from")) {
-        c->from_dir = v;
+      } else if (!strcmp(a, "--out") || !strcmp(a, "--from")) {
+        /* '' would be the root: --from '' read /results.csv (and would
+         * rewrite /report.md), --out '' made directories from whatever
+         * followed the empty string in make_dirs' buffer. */
+        if (!*v) {
+          fprintf(stderr, "tessera bench: %s needs a directory, not ''\n", a);
+          return -1;
+        }
+        if (!strcmp(a, "--out")) c->out_root = v;
+        else c->from_dir = v;
       } else if (!strcmp(a, "--metric")) {
         if (bench_metric_parse(v, &c->metric)) {
           fprintf(stderr, "tessera bench: --metric wants work, wall or cpu, not '%s'\n", v);
