@@ -460,7 +460,10 @@ static int thread_counts(const bench_config_t *c, bench_threading_t t, int *out)
 
 static void add_trace_files(bench_job_t *j, const char *dir) {
   char *files[MAX_TRACE_FILES];
-  size_t n_files = bench_trace_files(dir, files, MAX_TRACE_FILES);
+  size_t total;
+  size_t n_files = bench_trace_files(dir, files, MAX_TRACE_FILES, &total);
+  if (total > n_files)
+    add_note("%s: %zu trace files; only the first %zu by name are replayed", dir, total, n_files);
   for (size_t f = 0; f < n_files; f++) {
     job_arg(j, "%s", files[f]);
     free(files[f]);
@@ -914,9 +917,13 @@ static void list_everything(const bench_config_t *c) {
   if (n_sets == 0) printf("  none (../shared/traces is absent)\n");
   for (size_t s = 0; s < n_sets; s++) {
     char *files[MAX_TRACE_FILES];
-    size_t nf = bench_trace_files(sets[s], files, MAX_TRACE_FILES);
+    size_t total, nf = bench_trace_files(sets[s], files, MAX_TRACE_FILES, &total);
     for (size_t f = 0; f < nf; f++) free(files[f]);
-    printf("  traces-%-20s %zu files in %s\n", strrchr(sets[s], '/') + 1, nf, sets[s]);
+    if (total > nf)
+      printf("  traces-%-20s %zu files in %s (the first %zu by name are replayed)\n", strrchr(sets[s], '/') + 1,
+             total, sets[s], nf);
+    else
+      printf("  traces-%-20s %zu files in %s\n", strrchr(sets[s], '/') + 1, nf, sets[s]);
   }
   printf("\nAllocators:\n");
   bench_allocator_t known[MAX_ALLOCS];
