@@ -191,6 +191,13 @@ static int parse_threads(const char *v, bench_config_t *c) {
     }
     snprintf(tok, sizeof tok, "%.*s", (int)n, p);
     if (parse_whole("--threads", tok, 1, 1024, &c->thread_list[c->n_threads])) return -1;
+    /* A count twice would run its row twice per run, recorded as the same
+     * run number, and the report would count twice the runs asked for. */
+    for (int i = 0; i < c->n_threads; i++)
+      if (c->thread_list[i] == c->thread_list[c->n_threads]) {
+        fprintf(stderr, "tessera bench: --threads '%s' names %d twice\n", v, c->thread_list[i]);
+        return -1;
+      }
     c->n_threads++;
     p += n;
     if (!*p) return 0;
