@@ -12,12 +12,14 @@
  * break: memory above ours may belong to someone else, and the assignment
  * defines the data segment size as what was obtained.
  *
- * New memory is prefaulted (madvise MADV_POPULATE_WRITE, one call per sbrk)
- * unless TESSERA_FIT_PREFAULT=0: block headers land all over a fresh region
- * (every split writes one), and taking those page faults one by one cost the
- * large-range workload more than half of its time; in one batch the kernel
- * does the same work about twice as fast. The price is that the whole data
- * segment is resident, which it is anyway once a program writes its blocks.
+ * New memory is prefaulted (madvise MADV_POPULATE_WRITE, one call per sbrk
+ * of at most FIT_PREFAULT_MAX bytes) unless TESSERA_FIT_PREFAULT=0: block
+ * headers land all over a fresh region (every split writes one), and taking
+ * those page faults one by one cost the large-range workload more than half
+ * of its time; in one batch the kernel does the same work about twice as
+ * fast. The price is that the data segment is resident, which it is anyway
+ * once a program writes its blocks; a larger growth (one large request) is
+ * not prefaulted, since its block need not be written whole.
  * Kernels without MADV_POPULATE_WRITE (before 5.14) ignore the advice.
  *
  * Called by fit_arena_malloc (fit_arena.c) with the arena owned by the
@@ -78,13 +80,22 @@ static int fit_prefault_enabled(void) {
   return v == 2;
 }
 
+/* Growths up to this are prefaulted. The break grows by one block at a time
+ * (the request, or what the free top block lacks), so a larger growth is a
+ * large request: its pages fault in as the program writes them, as glibc's
+ * mmap'ed chunks do. Prefaulting it made the whole block resident before a
+ * byte was written (bf_malloc(256 MiB): 256 MiB of RAM at once), and a
+ * request of most of the RAM woke the OOM killer instead of failing. */
+#define FIT_PREFAULT_MAX ((size_t)4 << 20)
+
 /* Prefaults the whole pages of [got, got+len) that no one has touched yet
  * (the page holding `got` may already be in use, by us or by the C library). */
 static void fit_prefault(char *got, size_t len) {
   const uintptr_t page = 4096;
   uintptr_t lo = ((uintptr_t)got + page - 1) & ~(page - 1);
   uintptr_t hi = ((uintptr_t)got + len + page - 1) & ~(page - 1);
-  if (hi > lo && fit_prefault_enabled()) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+  if (hi > lo && len <= FIT_PREFAULT_MAX && fit_prefault_enabled())
+    (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
 }
 
 /* Turns [got, got+len) into a new run of the arena holding one free block

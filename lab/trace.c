@@ -433,9 +433,12 @@ int trace_load(const char *path, trace_t *t, trace_error_t *err) {
       buf = nb;
     }
     size_t got = fread(buf + len, 1, cap - len, f);
-    /* A NUL in the first block: a binary (or sparse, possibly huge) file,
-     * refused before the rest is read, as the parser would refuse it. */
-    const char *nul = len == 0 ? memchr(buf, '\0', got) : NULL;
+    /* A NUL byte: a binary (or sparse, possibly huge) file, refused where
+     * it is found, before the rest is read, even after the requests (where
+     * the parser would ignore it as junk). Every block is looked at, not
+     * only the first: a NUL past the first 64 KiB was accepted, one before
+     * it refused. */
+    const char *nul = memchr(buf + len, '\0', got);
     if (nul) {
       uint32_t line = 1;
       const char *bol = buf;

@@ -129,7 +129,8 @@ static void usage(FILE *out) {
           "  --runs N             runs of every (workload, allocator) pair (default 3)\n"
           "  --allocators a,b,c   allocators to compare (default: all available)\n"
           "  --allocator NAME=SO  add (or replace) an allocator given by its shared object\n"
-          "                       (an ELF shared object at a path without spaces or colons)\n"
+          "                       (an ELF shared object at a path without spaces or colons;\n"
+          "                       each NAME once, at most 16 allocators in all)\n"
           "  --baseline NAME      ratios are against this allocator (default: system)\n"
           "  --workloads x,y      workloads or groups to run (see --list; default: all)\n"
           "  --threads N,M        thread counts for multi-threaded workloads\n"
@@ -190,6 +191,13 @@ static int parse_threads(const char *v, bench_config_t *c) {
     }
     snprintf(tok, sizeof tok, "%.*s", (int)n, p);
     if (parse_whole("--threads", tok, 1, 1024, &c->thread_list[c->n_threads])) return -1;
+    /* A count twice would run its row twice per run, recorded as the same
+     * run number, and the report would count twice the runs asked for. */
+    for (int i = 0; i < c->n_threads; i++)
+      if (c->thread_list[i] == c->thread_list[c->n_threads]) {
+        fprintf(stderr, "tessera bench: --threads '%s' names %d twice\n", v, c->thread_list[i]);
+        return -1;
+      }
     c->n_threads++;
     p += n;
     if (!*p) return 0;
@@ -257,10 +265,16 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
       } else if (!strcmp(a, "--baseline")) {
         c->baseline = v;
         c->baseline_given = 1;
-      } else if (!strcmp(a, "--out")) {
-        c->out_root = v;
-      } else if (!strcmp(a, "--from")) {
-        c->from_dir = v;
+      } else if (!strcmp(a, "--out") || !strcmp(a, "--from")) {
+        /* '' would be the root: --from '' read /results.csv (and would
+         * rewrite /report.md), --out '' made directories from whatever
+         * followed the empty string in make_dirs' buffer. */
+        if (!*v) {
+          fprintf(stderr, "tessera bench: %s needs a directory, not ''\n", a);
+          return -1;
+        }
+        if (!strcmp(a, "--out")) c->out_root = v;
+        else c->from_dir = v;
       } else if (!strcmp(a, "--metric")) {
         if (bench_metric_parse(v, &c->metric)) {
           fprintf(stderr, "tessera bench: --metric wants work, wall or cpu, not '%s'\n", v);
@@ -312,6 +326,25 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
  * labelled NAME would really be glibc's. Stored as an absolute path. Returns
  * 0, or -1 after a usage message. */
 static int check_custom_allocators(bench_config_t *c) {
+  /* Every name once, and room for all: a second NAME= silently replaced the
+   * first, and a name past MAX_ALLOCS in all was silently dropped (then
+   * "unknown allocator" when --allocators named it). */
+  bench_allocator_t known[MAX_ALLOCS];
+  size_t n_builtin = bench_known_allocators(tessera_self_dir(), known, MAX_ALLOCS), n_all = n_builtin;
+  for (size_t i = 0; i < c->n_custom; i++) {
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(c->custom[j].name, c->custom[i].name)) {
+        fprintf(stderr, "tessera bench: --allocator %s is given twice\n", c->custom[i].name);
+        return -1;
+      }
+    size_t k = 0;
+    while (k < n_builtin && strcmp(known[k].name, c->custom[i].name)) k++;
+    if (k == n_builtin && ++n_all > MAX_ALLOCS) {
+      fprintf(stderr, "tessera bench: too many allocators: at most %d in all, the %zu built in included\n",
+              MAX_ALLOCS, n_builtin);
+      return -1;
+    }
+  }
   for (size_t i = 0; i < c->n_custom; i++) {
     bench_allocator_t *al = &c->custom[i];
     char resolved[PATH_MAX];
@@ -434,7 +467,10 @@ static int thread_counts(const bench_config_t *c, bench_threading_t t, int *out)
 
 static void add_trace_files(bench_job_t *j, const char *dir) {
   char *files[MAX_TRACE_FILES];
-  size_t n_files = bench_trace_files(dir, files, MAX_TRACE_FILES);
+  size_t total;
+  size_t n_files = bench_trace_files(dir, files, MAX_TRACE_FILES, &total);
+  if (total > n_files)
+    add_note("%s: %zu trace files; only the first %zu by name are replayed", dir, total, n_files);
   for (size_t f = 0; f < n_files; f++) {
     job_arg(j, "%s", files[f]);
     free(files[f]);
@@ -888,14 +924,24 @@ static void list_everything(const bench_config_t *c) {
   if (n_sets == 0) printf("  none (../shared/traces is absent)\n");
   for (size_t s = 0; s < n_sets; s++) {
     char *files[MAX_TRACE_FILES];
-    size_t nf = bench_trace_files(sets[s], files, MAX_TRACE_FILES);
+    size_t total, nf = bench_trace_files(sets[s], files, MAX_TRACE_FILES, &total);
     for (size_t f = 0; f < nf; f++) free(files[f]);
-    printf("  traces-%-20s %zu files in %s\n", strrchr(sets[s], '/') + 1, nf, sets[s]);
+    if (total > nf)
+      printf("  traces-%-20s %zu files in %s (the first %zu by name are replayed)\n", strrchr(sets[s], '/') + 1,
+             total, sets[s], nf);
+    else
+      printf("  traces-%-20s %zu files in %s\n", strrchr(sets[s], '/') + 1, nf, sets[s]);
   }
   printf("\nAllocators:\n");
   bench_allocator_t known[MAX_ALLOCS];
   size_t n = bench_known_allocators(bin, known, MAX_ALLOCS);
-  for (size_t i = 0; i < c->n_custom && n < MAX_ALLOCS; i++) known[n++] = c->custom[i];
+  /* As a run takes them: one of a built-in name replaces it, the others join. */
+  for (size_t i = 0; i < c->n_custom; i++) {
+    size_t k = 0;
+    while (k < n && strcmp(known[k].name, c->custom[i].name)) k++;
+    if (k == n && n < MAX_ALLOCS) n++;
+    if (k < n) known[k] = c->custom[i];
+  }
   for (size_t i = 0; i < n; i++)
     printf("  %-10s %-9s %s%s%s\n", known[i].name, known[i].available ? "available" : "absent",
            known[i].path[0] ? known[i].path : "(system malloc, no preload)",

@@ -401,7 +401,8 @@ static void on_crash(int sig) {
     static const char head[] = "tessera lab: crashed (signal ";
     if (write(2, head, sizeof head - 1) < 0) {}
     char num[4] = {(char)('0' + sig / 10 % 10), (char)('0' + sig % 10), ')', 0};
-    if (write(2, num, 3) < 0) {}
+    const char *n = sig < 10 ? num + 1 : num; /* "signal 6)", not "signal 06)" */
+    if (write(2, n, (size_t)(num + 3 - n)) < 0) {}
     static const char mid[] = " while replaying ";
     if (write(2, mid, sizeof mid - 1) < 0) {}
     driver_write_current_op(2);
@@ -410,6 +411,9 @@ static void on_crash(int sig) {
   raise(sig);  /* SA_RESETHAND: the default action now */
 }
 
+/* SIGABRT too: a failed assert() in a student's mm.c (--mm), or glibc's
+ * abort on a heap it finds corrupted, is a crash of the replay like any
+ * other, and the op that led to it is what the user needs. */
 static void install_crash_report(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -420,6 +424,7 @@ static void install_crash_report(void) {
   sigaction(SIGBUS, &sa, NULL);
   sigaction(SIGFPE, &sa, NULL);
   sigaction(SIGILL, &sa, NULL);
+  sigaction(SIGABRT, &sa, NULL);
 }
 
 /* Returns -1 when the driver itself failed (out of memory). */
@@ -624,14 +629,44 @@ static void print_csv(const policy_run_t *runs, size_t n_runs, const trace_list_
   }
 }
 
-static void json_string(const char *s) {
+/* Length of the well-formed UTF-8 sequence at s (1-4), or 0 when the bytes
+ * there are not one (RFC 3629: no overlong forms, no surrogates, nothing
+ * above U+10FFFF). */
+static size_t utf8_sequence(const unsigned char *s) {
+  unsigned char c = s[0];
+  if (c < 0x80) return 1;
+  size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (n == 0) return 0;
+  unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
+  if (c == 0xe0) lo = 0xa0;
+  else if (c == 0xed) hi = 0x9f;
+  else if (c == 0xf0) lo = 0x90;
+  else if (c == 0xf4) hi = 0x8f;
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < n; i++)
+    if (s[i] < 0x80 || s[i] > 0xbf) return 0;
+  return n;
+}
+
+/* JSON is UTF-8 (RFC 8259): a path that is not (a Latin-1 file name) has
+ * each byte of a broken sequence written as U+FFFD, or the whole document
+ * would be refused by a JSON reader. */
+static void json_string(const char *str) {
+  const unsigned char *s = (const unsigned char *)str;
   putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
+  while (*s) {
+    unsigned char c = *s;
+    size_t n = utf8_sequence(s);
     if (c == '"' || c == '\\') printf("\\%c", c);
     else if (c == '\n') fputs("\\n", stdout);
     else if (c < 0x20) printf("\\u%04x", c);
-    else putchar(c);
+    else if (n == 0) fputs("\\ufffd", stdout);
+    else {
+      fwrite(s, 1, n, stdout);
+      s += n;
+      continue;
+    }
+    s++;
   }
   putchar('"');
 }

@@ -143,22 +143,39 @@ static int compare_strings(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-size_t bench_trace_files(const char *dir, char **files, size_t max) {
+size_t bench_trace_files(const char *dir, char **files, size_t max, size_t *total) {
+  if (total) *total = 0;
   DIR *d = opendir(dir);
   if (!d) return 0;
-  size_t n = 0;
+  /* All of them first, then the first max by name: stopping the directory
+   * scan at max kept an arbitrary subset (readdir order) of a larger set. */
+  char **all = NULL;
+  size_t n = 0, cap = 0;
   struct dirent *e;
-  while ((e = readdir(d)) && n < max) {
+  while ((e = readdir(d))) {
     size_t len = strlen(e->d_name);
     if (len < 5 || strcmp(e->d_name + len - 4, ".rep")) continue;
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path || !is_file(path)) continue;
-    files[n] = strdup(path);
-    if (files[n]) n++;
+    if (n == cap) {
+      size_t grown_cap = cap ? 2 * cap : 64;
+      char **grown = realloc(all, grown_cap * sizeof *grown);
+      if (!grown) break;
+      all = grown;
+      cap = grown_cap;
+    }
+    if ((all[n] = strdup(path)) != NULL) n++;
   }
   closedir(d);
-  qsort(files, n, sizeof *files, compare_strings);
-  return n;
+  if (n) qsort(all, n, sizeof *all, compare_strings);
+  size_t kept = n < max ? n : max;
+  for (size_t i = 0; i < n; i++) {
+    if (i < kept) files[i] = all[i];
+    else free(all[i]);
+  }
+  free(all);
+  if (total) *total = n;
+  return kept;
 }
 
 size_t bench_trace_sets(char dirs[][PATH_MAX], size_t max) {
@@ -168,26 +185,35 @@ size_t bench_trace_sets(char dirs[][PATH_MAX], size_t max) {
   else snprintf(root, sizeof root, "%s/../shared/traces", bench_source_dir());
   DIR *d = opendir(root);
   if (!d) return 0;
-  char *names[64];
-  size_t n = 0;
+  /* Every set, then the first max by name (as for the files of a set:
+   * stopping the scan early kept an arbitrary subset). */
+  char **names = NULL;
+  size_t n = 0, cap = 0;
   struct dirent *e;
-  while ((e = readdir(d)) && n < 64) {
+  while ((e = readdir(d))) {
     if (e->d_name[0] == '.') continue;
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", root, e->d_name) >= (int)sizeof path) continue;
     char *files[1];
-    size_t has = bench_trace_files(path, files, 1);
-    if (has) {
-      free(files[0]);
-      names[n++] = strdup(e->d_name);
+    size_t has = bench_trace_files(path, files, 1, NULL);
+    if (!has) continue;
+    free(files[0]);
+    if (n == cap) {
+      size_t grown_cap = cap ? 2 * cap : 16;
+      char **grown = realloc(names, grown_cap * sizeof *grown);
+      if (!grown) break;
+      names = grown;
+      cap = grown_cap;
     }
+    if ((names[n] = strdup(e->d_name)) != NULL) n++;
   }
   closedir(d);
   qsort(names, n, sizeof *names, compare_strings);
   size_t out = 0;
   for (size_t i = 0; i < n; i++) {
-    if (out < max && names[i] && snprintf(dirs[out], PATH_MAX, "%s/%s", root, names[i]) < PATH_MAX) out++;
+    if (out < max && snprintf(dirs[out], PATH_MAX, "%s/%s", root, names[i]) < PATH_MAX) out++;
     free(names[i]);
   }
+  free(names);
   return out;
 }

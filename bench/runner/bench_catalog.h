@@ -64,8 +64,9 @@ int bench_workload_program(const char *bin_dir, const bench_workload_t *w, char 
 size_t bench_trace_sets(char dirs[][PATH_MAX], size_t max);
 
 /* The *.rep files of one set, sorted, malloc'd strings in files[] (capacity
- * max); returns the count. */
-size_t bench_trace_files(const char *dir, char **files, size_t max);
+ * max): the first max by name when there are more. Returns the count kept;
+ * *total (when not NULL) gets the number of files the set holds. */
+size_t bench_trace_files(const char *dir, char **files, size_t max, size_t *total);
 
 /* The source tree this runner was built from (for .venv, plot.py, shared/). */
 const char *bench_source_dir(void);

@@ -349,14 +349,44 @@ int bench_write_markdown(const char *path, const bench_table_t *t, const bench_r
   return fclose(f) == 0 ? 0 : -1;
 }
 
-static void json_string(FILE *f, const char *s) {
+/* Length of the well-formed UTF-8 sequence at s (1-4), or 0 when the bytes
+ * there are not one (RFC 3629: no overlong forms, no surrogates, nothing
+ * above U+10FFFF). */
+static size_t utf8_sequence(const unsigned char *s) {
+  unsigned char c = s[0];
+  if (c < 0x80) return 1;
+  size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (n == 0) return 0;
+  unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
+  if (c == 0xe0) lo = 0xa0;
+  else if (c == 0xed) hi = 0x9f;
+  else if (c == 0xf0) lo = 0x90;
+  else if (c == 0xf4) hi = 0x8f;
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < n; i++)
+    if (s[i] < 0x80 || s[i] > 0xbf) return 0;
+  return n;
+}
+
+/* JSON is UTF-8 (RFC 8259): a path in the command or a note that is not
+ * (a Latin-1 directory name) has each byte of a broken sequence written as
+ * U+FFFD, or the whole document would be refused by a JSON reader. */
+static void json_string(FILE *f, const char *str) {
+  const unsigned char *s = (const unsigned char *)str;
   fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
+  while (*s) {
+    unsigned char c = *s;
+    size_t n = utf8_sequence(s);
     if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
     else if (c == '\n') fputs("\\n", f);
     else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
+    else if (n == 0) fputs("\\ufffd", f);
+    else {
+      fwrite(s, 1, n, f);
+      s += n;
+      continue;
+    }
+    s++;
   }
   fputc('"', f);
 }

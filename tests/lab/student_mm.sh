@@ -5,8 +5,9 @@
 #  1. make_mm.sh's mm.c for segregated-apart, loaded with --mm, scores
 #     exactly as the built-in policy on the project's own traces;
 #  2. a student's realloc that loses a byte, a block that overlaps the one
-#     before it, and a write a page past the break (the checked pass guards
-#     the heap's end) are reported with the trace, line and op;
+#     before it, a write a page past the break (the checked pass guards
+#     the heap's end) and a failing assert (SIGABRT) are reported with the
+#     trace, line and op;
 #  3. a bare file name, a missing mm_realloc and an object that brings its
 #     own memlib are refused with exit 2.
 set -u
@@ -53,6 +54,11 @@ expect "a block overlapping its neighbour" 1 "overlaps the live payload of id" \
 so past_break.so "$here/student/mm_broken.c" -DPAST_BREAK
 expect "a write a page past the break" 139 "crashed (signal 11) while replaying .*classic-small.rep:[0-9]*: op 2 (policy mm:past_break.so)" \
   "$tessera" lab --check-only --mm ./past_break.so "$traces"
+# An assert of the student's (SIGABRT) is a crash like a SIGSEGV: named by
+# trace, line, op and policy (it was not: the handler left SIGABRT out).
+so assert_fail.so "$here/student/mm_broken.c" -DASSERT_FAIL
+expect "an assert of the student's that fails" 134 "crashed (signal 6) while replaying .*classic-small.rep:[0-9]*: op 2 (policy mm:assert_fail.so)" \
+  "$tessera" lab --check-only --mm ./assert_fail.so "$traces"
 expect "a bare file name" 2 "give a path (./mm.so)" "$tessera" lab --check-only --mm mm.so "$traces"
 sed 's/^void \*mm_realloc/static void *unused_realloc/' "$here/student/mm_broken.c" >norealloc.c
 so norealloc.so norealloc.c -Wno-unused-function

@@ -140,8 +140,8 @@ static void test_broken_traces(void) {
 }
 
 /* Only regular files are read: /dev/zero or a FIFO would be read without
- * end (timeout stops the command if they are not refused), and a NUL byte in
- * the first block read stops the reading there, even after the requests. */
+ * end (timeout stops the command if they are not refused), and a NUL byte
+ * stops the reading where it is found, even after the requests. */
 static void test_not_a_text_file(void) {
   run_t *r = run_program("timeout 20 " TESSERA, "lab --check-only /dev/zero");
   CHECK(r->status == 2 && !strcmp(r->err, "/dev/zero: not a regular file (a character device)\n"));
@@ -157,6 +157,19 @@ static void test_not_a_text_file(void) {
   r = run(args);
   snprintf(want, sizeof want, "%s/nul.rep:6: unexpected byte 0x00 in column 1\n", dir);
   CHECK(r->status == 2 && !strcmp(r->err, want) && r->out[0] == '\0');
+  /* The same NUL after 70 KB of stray lines (past the first block read):
+   * refused too, at its own line (it was accepted: only the first block was
+   * looked at, and the parser ignores junk after the requests). */
+  snprintf(args, sizeof args, "{ printf '1\\n1\\n1\\n1\\na 0 8\\n'; i=0; while [ $i -lt 7000 ]; do "
+           "echo 'stray line'; i=$((i + 1)); done; printf 'x\\0\\n'; } >%s/nul-late.rep", dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "lab --check-only %s/nul-late.rep", dir);
+  r = run(args);
+  snprintf(want, sizeof want, "%s/nul-late.rep:7006: unexpected byte 0x00 in column 2\n", dir);
+  if (!(r->status == 2 && !strcmp(r->err, want) && r->out[0] == '\0')) {
+    fprintf(stderr, "nul-late.rep: exit %d, stderr \"%s\"\n", r->status, r->err);
+    failures++;
+  }
   snprintf(args, sizeof args, "rm -rf %s", dir);
   CHECK(system(args) == 0);
 }
@@ -409,6 +422,45 @@ static void write_results(const char *dir) {
   fclose(f);
 }
 
+/* JSON is UTF-8: a path that is not (a Latin-1 name, byte 0xe9) is written
+ * with U+FFFD for the broken byte (it was copied raw, and a JSON reader
+ * refused the whole document); a UTF-8 name passes unchanged. Both for
+ * `lab --json` (the trace's name and path) and for `bench`'s results.json
+ * (the command and the notes of `--from DIR` name DIR). */
+static void test_json_utf8(void) {
+  char dir[] = "/tmp/tessera-json-XXXXXX", args[1024], json[700];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(args, sizeof args, "cp %s/good/classic-small.rep \"%s/caf\351.rep\" && "
+           "cp %s/good/classic-small.rep \"%s/caf\303\251.rep\" && mkdir \"%s/r\351s\"",
+           TRACES, dir, TRACES, dir, dir);
+  CHECK(system(args) == 0);
+  snprintf(args, sizeof args, "lab --json --check-only %s", dir);
+  run_t *r = run(args);
+  CHECK(r->status == 0);
+  CHECK(strstr(r->out, "\"trace\": \"caf\\ufffd.rep\"") != NULL);
+  CHECK(strstr(r->out, "\"trace\": \"caf\303\251.rep\"") != NULL);
+  CHECK(strchr(r->out, '\351') == NULL);
+  char from[600];
+  snprintf(from, sizeof from, "%s/r\351s", dir);
+  write_results(from);
+  snprintf(args, sizeof args, "bench --from \"%s\" --no-charts", from);
+  r = run(args);
+  CHECK(r->status == 0);
+  snprintf(json, sizeof json, "%s/results.json", from);
+  FILE *f = fopen(json, "rb");
+  CHECK(f != NULL);
+  if (f) {
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    CHECK(strstr(text, "--from /tmp/tessera-json-") && strstr(text, "/r\\ufffds --no-charts"));
+    CHECK(memchr(text, '\351', n) == NULL);
+  }
+  snprintf(args, sizeof args, "rm -rf %s", dir);
+  CHECK(system(args) == 0);
+}
+
 static void test_bench(void) {
   /* Whole numbers and non-empty thread lists, each refused with a message. */
   expect_usage_error("bench --runs 1.5 --list", "--runs wants a whole number in 1..1000, not '1.5'");
@@ -584,6 +636,7 @@ int main(void) {
   test_output_lost();
   test_check_budget();
   test_gen();
+  test_json_utf8();
   test_bench();
   test_bench_allocator();
   test_run_lib();

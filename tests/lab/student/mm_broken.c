@@ -2,8 +2,10 @@
  * student_mm.sh): a bump allocator whose realloc copies one byte too few;
  * with -DOVERLAP, whose third block overlaps the second; with
  * -DPAST_BREAK, which writes a word a page past the break (an epilogue put
- * in the wrong place). Built with the mock handout's memlib.h
- * (tests/lab/handout). */
+ * in the wrong place); with -DASSERT_FAIL, whose own consistency check
+ * (an assert) fails on the second block. Built with the mock handout's
+ * memlib.h (tests/lab/handout). */
+#include <assert.h>
 #include <string.h>
 
 #include "memlib.h"
@@ -24,6 +26,9 @@ void *mm_malloc(size_t size) {
   char *p = mem_sbrk((int)(ALIGN8(size) + 8));
   if (p == (void *)-1) return NULL;
   memcpy(p, &size, sizeof size);
+#ifdef ASSERT_FAIL
+  assert(++blocks < 2 && "the student's own heap check");
+#endif
 #ifdef PAST_BREAK
   if (++blocks == 2) memcpy((char *)mem_heap_hi() + 1 + 4096, &size, sizeof size);
 #endif
