@@ -299,6 +299,15 @@ static int scenario(const char *name) {
     pthread_t t;
     if (pthread_create(&t, NULL, free_in_thread, launder(p)) != 0 || pthread_join(t, NULL) != 0) return 6;
     free(launder(p));
+  } else if (strcmp(name, "double_free_binned_remote") == 0) {
+    /* The owner frees first (the default build: into its bin), another
+     * thread frees the block again. It was handed out twice, silently: from
+     * the bin and from the page's remote stack. */
+    char *p = malloc(48), *q = malloc(48);
+    free(launder(p));
+    free(launder(q));
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_in_thread, launder(p)) != 0 || pthread_join(t, NULL) != 0) return 6;
   } else if (strcmp(name, "use_after_free_link") == 0 || strcmp(name, "use_after_free_link_remote") == 0) {
     /* The program writes into a block after freeing it (obj->next = NULL
      * after free, or a stray string), over the encoded free-list link.
