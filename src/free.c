@@ -62,6 +62,18 @@ void tes_page_free_event(tes_page_t *page) {
 }
 
 void tes_free_remote(tes_page_t *page, tes_block_t *block) {
+#if !TES_SECURE
+  /* A block its owner freed into its bin, freed again here: the owner
+   * would hand it out from both its bin and its page (it was, silently).
+   * The owner's bin cannot be searched from here, but a block carries its
+   * bin's mark only while it is in the bin (a pop, a flush, and the
+   * owner's own check clear it; so does tes_heap_free_all); a live block
+   * passed to this thread has the program's data there. */
+  if (tes_unlikely(*tes_bin_mark(block) == (uintptr_t)__atomic_load_n(&page->bin, __ATOMIC_RELAXED))) {
+    tes_report_double_free(page, block);
+    return; /* when the program goes on: not linked twice */
+  }
+#endif
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
   uintptr_t want;
   bool delayed;

@@ -839,6 +839,15 @@ void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to) {
 void tes_heap_free_all(tes_heap_t *heap) {
   heap_stop_delayed(heap);
   atomic_store(&heap->delayed_free, NULL);
+  /* The blocks dropped with the bins lose their marks: a stale mark in a
+   * block carved again later (by a heap whose struct is this one again)
+   * would make another thread's free of it look like a double free
+   * (tes_free_remote). */
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    tes_block_t *b = heap->bins[c].head;
+    for (uint32_t held = tes_bin_held(&heap->bins[c]); held > 0 && b != NULL; held--, b = b->next)
+      *tes_bin_mark(b) = 0;
+  }
   bins_fold(heap, true);
   bins_reset(heap);
   /* Fold statistics first: the dropped blocks stay counted as allocated. */

@@ -252,7 +252,9 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
 #if TES_SECURE
   (void)page, (void)bin;
 #else
-  page->bin = bin;
+  /* Atomic (a plain store on every target) because a remote free reads it
+   * (tes_free_remote's check of a binned block's mark). */
+  __atomic_store_n(&page->bin, bin, __ATOMIC_RELAXED);
 #endif
 }
 

@@ -208,9 +208,16 @@ static void purge_tail(tes_segment_t *seg, size_t keep) {
 #endif
 
 /* The alignment a large segment keeps through mremap: its unit, or the
- * block's own alignment when that is larger (the block then starts there). */
+ * block's own alignment when that is larger. The block's offset is a
+ * multiple of that alignment, so its lowest set bit is one the segment
+ * may take. Not the offset itself: the hardened build puts a block at its
+ * segment's end, more than a unit in when it took a larger cached segment
+ * (an 11 MiB block in a 16 MiB one starts 5 MiB + 24 KiB in), and mremap
+ * to such an "alignment" put the segment off its unit, where no lookup
+ * finds its header (SIGSEGV at the next free or malloc_usable_size). */
 static size_t remap_alignment(const tes_segment_t *seg) {
-  return seg->large_offset >= TES_SEGMENT_SIZE ? seg->large_offset : TES_SEGMENT_SIZE;
+  size_t low = seg->large_offset & (~seg->large_offset + 1);
+  return low > TES_SEGMENT_SIZE ? low : TES_SEGMENT_SIZE;
 }
 
 /* A block shrunk in place by realloc, whose segment now needs only

@@ -32,6 +32,13 @@ static bool count_blocks(const tes_block_info_t *info, void *arg) {
   return true;
 }
 
+/* Frees the 64 blocks of the array it is given (remote frees). */
+static void *thread_frees(void *arg) {
+  void **v = arg;
+  for (int i = 0; i < 64; i++) tes_free(v[i]);
+  return NULL;
+}
+
 static void *thread_fills_its_bin(void *arg) {
   (void)arg;
   void *p[10];
@@ -211,11 +218,33 @@ int main(void) {
   for (int i = 0; i < 4; i++) x[i] = tes_heap_malloc(fd, 64);
   tes_free(x[0]);
   tes_free(x[1]);
+  tes_bin_t *fd_bin = bin_of(fd, 64);
+  CHECK(*tes_bin_mark((tes_block_t *)x[1]) == (uintptr_t)fd_bin, "a binned block does not carry its bin's mark");
   tes_heap_destroy(fd);
   tes_stats_get(&s1);
   CHECK(s1.malloc_calls - s0.malloc_calls == 4 && s1.free_calls - s0.free_calls == 2,
         "destroy with binned blocks: +%llu mallocs, +%llu frees (want 4, 2)",
         (unsigned long long)(s1.malloc_calls - s0.malloc_calls), (unsigned long long)(s1.free_calls - s0.free_calls));
+  /* ... and clears their marks: the heap struct and the segment come back
+   * together (tes_heap_new, then the same page carved again), so a stale
+   * mark in a block handed out afresh, which the program need not
+   * overwrite, made another thread's free of it a "double free". */
+  tes_heap_t *fe = tes_heap_new();
+  REQUIRE(fe != NULL, "tes_heap_new");
+  int remarked = 0, again = 0;
+  void *y[64];
+  for (int i = 0; i < 64; i++) {
+    y[i] = tes_heap_malloc(fe, 64);
+    if (y[i] == x[0] || y[i] == x[1]) {
+      again++;
+      if (*tes_bin_mark((tes_block_t *)y[i]) == (uintptr_t)bin_of(fe, 64)) remarked++;
+    }
+  }
+  CHECK(remarked == 0, "%d of %d blocks dropped from a destroyed heap's bin handed out with its mark", remarked, again);
+  pthread_t tf;
+  REQUIRE(pthread_create(&tf, NULL, thread_frees, y) == 0, "pthread_create");
+  pthread_join(tf, NULL);
+  tes_heap_destroy(fe);
 
   /* A thread's bins are emptied when it exits: its blocks are not live. */
   tes_stats_get(&s0);

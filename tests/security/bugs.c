@@ -299,6 +299,15 @@ static int scenario(const char *name) {
     pthread_t t;
     if (pthread_create(&t, NULL, free_in_thread, launder(p)) != 0 || pthread_join(t, NULL) != 0) return 6;
     free(launder(p));
+  } else if (strcmp(name, "double_free_binned_remote") == 0) {
+    /* The owner frees first (the default build: into its bin), another
+     * thread frees the block again. It was handed out twice, silently: from
+     * the bin and from the page's remote stack. */
+    char *p = malloc(48), *q = malloc(48);
+    free(launder(p));
+    free(launder(q));
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_in_thread, launder(p)) != 0 || pthread_join(t, NULL) != 0) return 6;
   } else if (strcmp(name, "use_after_free_link") == 0 || strcmp(name, "use_after_free_link_remote") == 0) {
     /* The program writes into a block after freeing it (obj->next = NULL
      * after free, or a stray string), over the encoded free-list link.
@@ -468,6 +477,47 @@ static int scenario(const char *name) {
     printf("layout kept through %d moves and %d steps in place\n", moved, kept);
     free(p);
     return moved > 0 ? 0 : 1;
+  } else if (strcmp(name, "large_remap_far_offset") == 0) {
+    /* A block that starts more than 4 MiB into its segment, which the
+     * hardened build does whenever a block takes a larger cached segment
+     * (it sits at the segment's end): an 11 MiB block in the segment of a
+     * 16 MiB one freed just before starts 5 MiB in. Grown by realloc with
+     * its segment kept from growing in place, the segment moves, and must
+     * stay on a 4 MiB unit (it was moved to the block's offset taken as an
+     * alignment: off its unit, SIGSEGV at the next lookup). */
+    size_t first = 16u << 20, size = 11u << 20, grown = 20u << 20;
+    unsigned char *p = launder(malloc(first));
+    if (p == NULL) return 5;
+    memset(p, 1, first);
+    uintptr_t unit = (uintptr_t)p & ~(SEGMENT_SIZE - 1);
+    free(launder(p));
+    unsigned char *q = launder(malloc(size));
+    if (q == NULL) return 5;
+    printf("block %#lx bytes into the segment it took\n", (unsigned long)((uintptr_t)q - unit));
+    for (size_t i = 0; i < size; i += 509) q[i] = (unsigned char)(i * 7 + (i >> 12));
+    if (!block_growth(q, size)) {
+      printf("cannot map a page after the block's segment\n");
+      return 1;
+    }
+    uintptr_t was = (uintptr_t)q;
+    unsigned char *r = launder(realloc(q, grown));
+    if (r == NULL) return 5;
+    if (((uintptr_t)r - was) % SEGMENT_SIZE != 0) {
+      printf("the block moved from %#lx to %p: its segment left its 4 MiB unit\n", (unsigned long)was, (void *)r);
+      return 1;
+    }
+    for (size_t i = 0; i < size; i += 509)
+      if (r[i] != (unsigned char)(i * 7 + (i >> 12))) {
+        printf("realloc lost the contents at byte %zu\n", i);
+        return 1;
+      }
+    memset(r + size, 2, grown - size);
+    if (malloc_usable_size(r) < grown) {
+      printf("usable size %zu after realloc to %zu\n", malloc_usable_size(r), grown);
+      return 1;
+    }
+    free(r);
+    printf("contents kept, segment on its unit\n");
   } else if (strcmp(name, "large_guard_after_remap") == 0 || strcmp(name, "overflow_large_after_remap") == 0) {
     /* A 300,000-byte block grown to 9 MiB with its segment kept from
      * growing in place: it moves with its pages (or is copied). Its
