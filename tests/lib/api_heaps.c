@@ -463,6 +463,93 @@ static void check_destroy_keeps_abandoned_blocks(void) {
   for (int i = 0; i < ORPHANS; i++) free(orphans[i]);
 }
 
+/* A thread that exits without destroying or deleting its first-class heap:
+ * the heap is deleted with the thread's default heap (as mimalloc does), so
+ * its blocks stay valid, and memory freed since goes back. Before, nothing
+ * took such a heap's segments: blocks other threads freed into them stayed
+ * on remote stacks that no owner would collect, and every such thread left
+ * its segments mapped and committed for good (2,000 threads: 579 MB RSS and
+ * 8.2 GB committed after malloc_trim, against 1.9 MB and 4.3 MB with a
+ * tes_heap_delete at the end of each thread). */
+enum { LEFT_THREADS = 64, LEFT_BLOCKS = 200 };
+static unsigned char *left_blocks[LEFT_THREADS][LEFT_BLOCKS];
+static size_t left_size(int t, int i) { return 48 + (size_t)((t * 31 + i * 17) % 40) * 24; }
+
+static void *leave_heap(void *arg) {
+  int t = (int)(intptr_t)arg;
+  tes_heap_t *heap = tes_heap_new();
+  if (heap == NULL) return NULL;
+  for (int i = 0; i < LEFT_BLOCKS; i++) {
+    /* one large block per heap too: it must follow the heap's pages */
+    size_t size = i == 0 ? (size_t)300 << 10 : left_size(t, i);
+    unsigned char *p = tes_heap_malloc(heap, size);
+    if (p != NULL) memset(p, (t + i) & 0xff, size);
+    left_blocks[t][i] = p;
+  }
+  /* Some die in the heap's own thread, some are freed by it into its bins. */
+  for (int i = 1; i < LEFT_BLOCKS; i += 4) {
+    free(left_blocks[t][i]);
+    left_blocks[t][i] = NULL;
+  }
+  return NULL; /* no tes_heap_destroy, no tes_heap_delete */
+}
+
+static size_t left_broken(int t, int i) {
+  size_t size = i == 0 ? (size_t)300 << 10 : left_size(t, i), broken = 0;
+  for (size_t j = 0; j < size; j++) broken += left_blocks[t][i][j] != (unsigned char)((t + i) & 0xff);
+  return broken;
+}
+
+static void check_thread_exit_deletes_heaps(void) {
+  API_GROUP("thread exit deletes the first-class heaps it left");
+  tes_stats_t stats;
+  tes_collect(true);
+  tes_stats_get(&stats);
+  int64_t committed_before = stats.committed.current;
+  size_t broken = 0, missing = 0;
+  for (int t = 0; t < LEFT_THREADS; t++) {
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, leave_heap, (void *)(intptr_t)t) == 0 && pthread_join(thread, NULL) == 0,
+            "thread");
+    /* Half of what is left dies now (frees into the exited thread's pages). */
+    for (int i = 0; i < LEFT_BLOCKS; i++) {
+      if (i % 4 == 1) continue;
+      if (left_blocks[t][i] == NULL) {
+        missing++;
+        continue;
+      }
+      if (i % 2 == 0) {
+        broken += left_broken(t, i);
+        free(left_blocks[t][i]);
+        left_blocks[t][i] = NULL;
+      }
+    }
+  }
+  CHECK(missing == 0, "%zu tes_heap_malloc calls failed", missing);
+  /* The others are still live blocks: intact, walked, freeable. */
+  memset(&seen, 0, sizeof seen);
+  tes_heap_visit(NULL, record_block, &seen);
+  qsort(seen.blocks, seen.count, sizeof seen.blocks[0], compare_address);
+  size_t unwalked = 0;
+  for (int t = 0; t < LEFT_THREADS; t++)
+    for (int i = 0; i < LEFT_BLOCKS; i++) {
+      if (left_blocks[t][i] == NULL) continue;
+      broken += left_broken(t, i);
+      tes_block_info_t key = {.address = left_blocks[t][i]};
+      unwalked += bsearch(&key, seen.blocks, seen.count, sizeof seen.blocks[0], compare_address) == NULL;
+      free(left_blocks[t][i]);
+      left_blocks[t][i] = NULL;
+    }
+  CHECK(broken == 0, "%zu bytes of blocks of heaps left by exited threads changed", broken);
+  CHECK(unwalked == 0, "%zu live blocks of heaps left by exited threads not walked", unwalked);
+  tes_collect(true);
+  tes_stats_get(&stats);
+  int64_t grown = stats.committed.current - committed_before;
+  /* Each thread's heap had a 4 MiB segment: 256 MiB when they stay. */
+  CHECK(grown < ((int64_t)32 << 20), "committed grew by %" PRId64 " KiB over %d threads that left a heap",
+        grown >> 10, LEFT_THREADS);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -475,5 +562,6 @@ int main(int argc, char **argv) {
   check_many_heaps();
   check_heap_report();
   check_walk_other_threads();
+  check_thread_exit_deletes_heaps();
   return api_finish("api_heaps");
 }
