@@ -494,6 +494,31 @@ static void *leave_heap(void *arg) {
   return NULL; /* no tes_heap_destroy, no tes_heap_delete */
 }
 
+/* A per-thread heap dropped by its pthread key's destructor, which runs
+ * after libtessera's (the key is made later): the heap must still be the
+ * thread's to destroy or delete then, not already deleted and its struct
+ * back in the pool (released twice, the pool then handed one struct to two
+ * heaps). */
+static pthread_key_t heap_key;
+static void drop_heap(void *value) {
+  static atomic_int dropped;
+  if (atomic_fetch_add(&dropped, 1) % 2) tes_heap_destroy(value);
+  else tes_heap_delete(value);
+}
+static void *keyed_heap(void *arg) {
+  (void)arg;
+  tes_heap_t *heap = tes_heap_new();
+  if (heap == NULL) return NULL;
+  void *blocks[100];
+  for (int i = 0; i < 100; i++) {
+    blocks[i] = tes_heap_malloc(heap, 64 + (size_t)i * 8);
+    if (blocks[i] != NULL) memset(blocks[i], 0x33, 64);
+  }
+  for (int i = 0; i < 100; i++) free(blocks[i]); /* (a deleted heap's live blocks would stay) */
+  pthread_setspecific(heap_key, heap);
+  return NULL;
+}
+
 static size_t left_broken(int t, int i) {
   size_t size = i == 0 ? (size_t)300 << 10 : left_size(t, i), broken = 0;
   for (size_t j = 0; j < size; j++) broken += left_blocks[t][i][j] != (unsigned char)((t + i) & 0xff);
@@ -542,6 +567,22 @@ static void check_thread_exit_deletes_heaps(void) {
     }
   CHECK(broken == 0, "%zu bytes of blocks of heaps left by exited threads changed", broken);
   CHECK(unwalked == 0, "%zu live blocks of heaps left by exited threads not walked", unwalked);
+  enum { KEYED = 40 };
+  REQUIRE(pthread_key_create(&heap_key, drop_heap) == 0, "pthread_key_create");
+  for (int t = 0; t < KEYED; t++) {
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, keyed_heap, NULL) == 0 && pthread_join(thread, NULL) == 0, "thread");
+  }
+  tes_heap_t *heaps[8];
+  size_t shared = 0;
+  for (int i = 0; i < 8; i++) {
+    heaps[i] = tes_heap_new();
+    REQUIRE(heaps[i] != NULL, "tes_heap_new");
+    for (int j = 0; j < i; j++) shared += heaps[j] == heaps[i];
+  }
+  CHECK(shared == 0, "tes_heap_new handed out one heap struct %zu times more after key destructors dropped heaps",
+        shared);
+  for (int i = 0; i < 8; i++) tes_heap_destroy(heaps[i]);
   tes_collect(true);
   tes_stats_get(&stats);
   int64_t grown = stats.committed.current - committed_before;
@@ -554,6 +595,7 @@ int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
   REQUIRE(api_malloc_is_linked_tessera(), "api_heaps must be linked with libtessera");
+  alarm(120); /* a heap list made cyclic hangs the next thread exit (1.6 s a run) */
   api_warm_up_threads();
   check_basic_heap();
   check_destroy_with_remote_frees();
