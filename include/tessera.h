@@ -138,7 +138,10 @@ const char *tes_option_name(tes_option_t option);
 /* ---- First-class heaps ----------------------------------------------------- */
 /* A heap is a region to allocate many blocks in and drop at once. Blocks from
  * a heap are ordinary blocks: free() from any thread releases one. A heap is
- * used (allocated from) by the thread that created it. */
+ * used (allocated from) by the thread that created it. A heap its thread
+ * neither destroys nor deletes is deleted once the thread is gone (its live
+ * blocks stay valid); until then (its key destructors included) the thread
+ * may still use, destroy or delete it. */
 typedef struct tes_heap_s tes_heap_t;
 
 tes_heap_t *tes_heap_new(void);

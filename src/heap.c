@@ -806,7 +806,39 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
   }
 }
 
+/* The first-class heap of `owner`'s thread listed first, or NULL. */
+static tes_heap_t *first_class_of(const tes_heap_t *owner) {
+  tes_heap_t *found = NULL;
+  tes_lock(&heaps_lock);
+  for (tes_heap_t *h = tes_heaps_all; h != NULL && found == NULL; h = h->all_next)
+    if (h != owner && h->thread_default == owner) found = h;
+  tes_unlock(&heaps_lock);
+  return found;
+}
+
+/* A thread's default heap is abandoned (its thread exits or is gone):
+ * first-class heaps its thread left are deleted into it, as
+ * tes_heap_delete would (their live blocks stay valid and go with the
+ * default heap's segments to the abandoned list). Nobody may use them any
+ * more (only their thread allocates from them or destroys them), and left
+ * alone they kept their segments for good: their blocks freed later by
+ * other threads waited on remote stacks no owner collects, and their
+ * thread_default named a heap struct that the pool hands to the next new
+ * thread. */
+static void delete_first_class_heaps(tes_heap_t *heap) {
+  while (heap->first_class_heaps > 0) {
+    tes_heap_t *fc = first_class_of(heap);
+    if (fc == NULL) break;
+    tes_heap_move_pages(fc, heap);
+    tes_stats_fold_heap(fc);
+    heap->first_class_heaps--;
+    tes_heap_release_struct(fc);
+  }
+  heap->first_class_heaps = 0;
+}
+
 void tes_heap_abandon(tes_heap_t *heap) {
+  if (heap->is_default) delete_first_class_heaps(heap);
   heap_detach(heap);
   while (heap->segments != NULL) {
     tes_segment_t *seg = heap->segments;

@@ -95,7 +95,8 @@ void tes_process_init(void) {
  * heap (at most every TES_LATE_REAP_MS) or tes_collect. Without it, a
  * program whose key destructors allocate or free in the last round lost a
  * heap per thread. A listed heap leaves the list when our destructor does
- * run for it. */
+ * run for it. A fourth kind waits here too: a heap whose thread still had
+ * first-class heaps when our destructor ran (see thread_done). */
 #define TES_LATE_REAP_MS 5
 static tes_lock_t late_lock = TES_LOCK_INIT;
 static tes_heap_t *late_heaps;
@@ -167,6 +168,16 @@ static void thread_done(void *value) {
   tes_heap_t *heap = tes_tls_heap;
   if (heap->is_static) return;
   tes_tls_heap = &tes_heap_exited;
+  if (heap->first_class_heaps > 0) {
+    /* The thread leaves first-class heaps, which tes_heap_abandon deletes
+     * into this heap. Not now: a destructor of a key made after ours runs
+     * after this one and may still destroy or delete them (a per-thread
+     * heap whose key destructor drops it), and the pool could by then have
+     * handed their structs to another thread. The heap waits on the late
+     * list until its thread is gone. */
+    if (heap->late_tid == 0) late_add(heap);
+    return;
+  }
   if (heap->late_tid != 0) late_remove(heap);
   tes_heap_abandon(heap);
   tes_stats_thread_exited();
