@@ -904,9 +904,12 @@ void tes_heap_free_all(tes_heap_t *heap) {
     seg->used_pages = 0;
     tes_segment_free(seg);
   }
-  tes_unlock(&heap->purge_lock);
+  /* Still under the purge lock, which fork's prepare handler takes: a
+   * child forked after the unlock must not find queues naming pages of
+   * segments that are gone (its handler walks them). */
   memset(heap->queues, 0, sizeof heap->queues);
   memset(&heap->full, 0, sizeof heap->full);
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct[i] = &tes_page_empty;
+  tes_unlock(&heap->purge_lock);
   tes_large_reassign(heap, NULL, true);
 }
