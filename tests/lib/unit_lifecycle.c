@@ -13,7 +13,9 @@
  *               before, the allocator's own locks were held and fork hung.
  *   main_exit   the main thread leaves a first-class heap and ends with
  *               pthread_exit: its heap waits on the late list, and must be
- *               reaped although its zombie task still answers tgkill.
+ *               reaped although its zombie task still answers tgkill;
+ *   fork_late   a thread leaves a first-class heap and is gone, then the
+ *               main thread forks: the child must not keep its heap.
  *
  * Each runs in a fresh process (fresh_modes.h: this program re-executes
  * itself), so the key state and the handler order are those of a
@@ -186,6 +188,62 @@ static void run_main_exit(void) {
   pthread_exit(NULL); /* no tes_heap_destroy, no tes_heap_delete */
 }
 
+/* A thread that left a first-class heap waits on the late list until some
+ * thread reaps it; a fork in between gave the child a copy of the list
+ * without the heap (the child drops other threads' late heaps: they may
+ * have been mid-allocation), so the child kept the thread's whole heap for
+ * good: 20 MB of blocks freed there stayed committed after malloc_trim, and
+ * the thread never counted as exited. */
+enum { FORK_BLOCKS = 4000 };
+static unsigned char *fork_blocks[FORK_BLOCKS];
+static long fork_thread_tid;
+static void *leave_heap_thread(void *arg) {
+  (void)arg;
+  fork_thread_tid = tes_os_thread_id();
+  for (int i = 0; i < FORK_BLOCKS; i++) {
+    fork_blocks[i] = malloc(1000);
+    if (fork_blocks[i] != NULL) memset(fork_blocks[i], i & 0xff, 1000);
+  }
+  tes_heap_t *heap = tes_heap_new();
+  if (heap != NULL) free(tes_heap_malloc(heap, 100)); /* the heap itself is left */
+  return NULL;
+}
+static void run_fork_late(void) {
+  free(malloc(16));
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, leave_heap_thread, NULL) == 0, "pthread_create");
+  pthread_join(t, NULL);
+  for (int i = 0; i < FORK_BLOCKS; i++) REQUIRE(fork_blocks[i] != NULL, "malloc");
+  /* Gone for the kernel too (the task can outlive the join by a moment). */
+  for (int i = 0; i < 2000 && tes_os_thread_alive(fork_thread_tid); i++) usleep(1000);
+  REQUIRE(!tes_os_thread_alive(fork_thread_tid), "the thread did not end");
+  REQUIRE(tes_late_heap_count() == 1, "%zu late heaps before the fork (want the thread's)", tes_late_heap_count());
+  fflush(NULL);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork");
+  if (pid == 0) {
+    size_t broken = 0;
+    for (int i = 0; i < FORK_BLOCKS; i++) {
+      for (size_t j = 0; j < 1000; j++) broken += fork_blocks[i][j] != (unsigned char)(i & 0xff);
+      free(fork_blocks[i]);
+    }
+    tes_collect(true);
+    tes_stats_t st;
+    tes_stats_get(&st);
+    CHECK(broken == 0, "child: %zu bytes of the thread's blocks changed", broken);
+    CHECK(st.threads_exited + 1 == st.threads_started, "child: threads started %llu, exited %llu (want started - 1)",
+          (unsigned long long)st.threads_started, (unsigned long long)st.threads_exited);
+    CHECK(st.heaps_abandoned > 0, "child: the thread's heap was never abandoned");
+    int rc = unit_finish("fork_late child");
+    fflush(NULL);
+    _exit(rc);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (status %#x)", (unsigned)status);
+  for (int i = 0; i < FORK_BLOCKS; i++) free(fork_blocks[i]);
+}
+
 /* Fork handlers that run while libtessera holds its locks. */
 static void *handler_blocks[6];
 static void allocate_in_handler(int slot) {
@@ -240,7 +298,7 @@ static void run_atfork(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    static const char *const modes[] = {"late_alloc", "late_free", "keys_gone", "atfork", "main_exit"};
+    static const char *const modes[] = {"late_alloc", "late_free", "keys_gone", "atfork", "main_exit", "fork_late"};
     return run_modes_in_fresh_processes("unit_lifecycle", argv, modes, sizeof modes / sizeof modes[0]) ? 1 : 0;
   }
   const char *mode = argv[1];
@@ -249,6 +307,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "keys_gone")) run_keys_gone();
   else if (!strcmp(mode, "atfork")) run_atfork();
   else if (!strcmp(mode, "main_exit")) run_main_exit();
+  else if (!strcmp(mode, "fork_late")) run_fork_late();
   else REQUIRE(0, "unknown mode %s", mode);
   return unit_finish(mode);
 }
