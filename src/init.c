@@ -168,7 +168,7 @@ static void thread_done(void *value) {
   tes_heap_t *heap = tes_tls_heap;
   if (heap->is_static) return;
   tes_tls_heap = &tes_heap_exited;
-  if (heap->first_class_heaps > 0) {
+  if (atomic_load_explicit(&heap->first_class_heaps, memory_order_relaxed) > 0) {
     /* The thread leaves first-class heaps, which tes_heap_abandon deletes
      * into this heap. Not now: a destructor of a key made after ours runs
      * after this one and may still destroy or delete them (a per-thread

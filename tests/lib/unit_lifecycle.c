@@ -15,7 +15,9 @@
  *               pthread_exit: its heap waits on the late list, and must be
  *               reaped although its zombie task still answers tgkill;
  *   fork_late   a thread leaves a first-class heap and is gone, then the
- *               main thread forks: the child must not keep its heap.
+ *               main thread forks: the child must not keep its heap;
+ *   fc_count    another thread destroys and deletes the first-class heaps
+ *               a thread keeps making: its count of them must end at 0.
  *
  * Each runs in a fresh process (fresh_modes.h: this program re-executes
  * itself), so the key state and the handler order are those of a
@@ -28,6 +30,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -244,6 +247,48 @@ static void run_fork_late(void) {
   for (int i = 0; i < FORK_BLOCKS; i++) free(fork_blocks[i]);
 }
 
+/* A thread's default heap counts its first-class heaps not destroyed or
+ * deleted yet (thread exit deletes the ones left, and waits on the late
+ * list while any are). Another thread may destroy or delete one while the
+ * thread makes more: the count was a plain uint32_t, and the two
+ * read-modify-writes lost updates (300,000 heaps: 155 to 3,203 left
+ * counted after every one was gone; a count too low leaves a heap
+ * undeleted at the thread's exit, naming a default heap struct the pool
+ * hands to the next thread). */
+enum { FC_HEAPS = 300000, FC_RING = 64 };
+static _Atomic(tes_heap_t *) fc_ring[FC_RING];
+static atomic_bool fc_done;
+static void *fc_dropper(void *arg) {
+  (void)arg;
+  unsigned long n = 0;
+  for (;;) {
+    bool done = atomic_load(&fc_done);
+    for (int i = 0; i < FC_RING; i++) {
+      tes_heap_t *h = atomic_exchange(&fc_ring[i], NULL);
+      if (h == NULL) continue;
+      if (n++ % 2) tes_heap_destroy(h);
+      else tes_heap_delete(h);
+    }
+    if (done) return NULL;
+  }
+}
+static void run_fc_count(void) {
+  tes_heap_t *mine = tes_thread_heap_init();
+  REQUIRE(mine != NULL, "thread heap");
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, fc_dropper, NULL) == 0, "pthread_create");
+  for (int n = 0; n < FC_HEAPS; n++) {
+    tes_heap_t *h = tes_heap_new();
+    REQUIRE(h != NULL, "tes_heap_new");
+    tes_heap_t *empty = NULL;
+    while (!atomic_compare_exchange_weak(&fc_ring[n % FC_RING], &empty, h)) empty = NULL;
+  }
+  atomic_store(&fc_done, true);
+  pthread_join(t, NULL);
+  unsigned counted = atomic_load(&mine->first_class_heaps);
+  CHECK(counted == 0, "%u first-class heaps counted after all %d were destroyed or deleted", counted, FC_HEAPS);
+}
+
 /* Fork handlers that run while libtessera holds its locks. */
 static void *handler_blocks[6];
 static void allocate_in_handler(int slot) {
@@ -298,7 +343,7 @@ static void run_atfork(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    static const char *const modes[] = {"late_alloc", "late_free", "keys_gone", "atfork", "main_exit", "fork_late"};
+    static const char *const modes[] = {"late_alloc", "late_free", "keys_gone", "atfork", "main_exit", "fork_late", "fc_count"};
     return run_modes_in_fresh_processes("unit_lifecycle", argv, modes, sizeof modes / sizeof modes[0]) ? 1 : 0;
   }
   const char *mode = argv[1];
@@ -308,6 +353,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "atfork")) run_atfork();
   else if (!strcmp(mode, "main_exit")) run_main_exit();
   else if (!strcmp(mode, "fork_late")) run_fork_late();
+  else if (!strcmp(mode, "fc_count")) run_fc_count();
   else REQUIRE(0, "unknown mode %s", mode);
   return unit_finish(mode);
 }
