@@ -826,15 +826,15 @@ static tes_heap_t *first_class_of(const tes_heap_t *owner) {
  * thread_default named a heap struct that the pool hands to the next new
  * thread. */
 static void delete_first_class_heaps(tes_heap_t *heap) {
-  while (heap->first_class_heaps > 0) {
+  while (atomic_load_explicit(&heap->first_class_heaps, memory_order_relaxed) > 0) {
     tes_heap_t *fc = first_class_of(heap);
     if (fc == NULL) break;
     tes_heap_move_pages(fc, heap);
     tes_stats_fold_heap(fc);
-    heap->first_class_heaps--;
+    atomic_fetch_sub_explicit(&heap->first_class_heaps, 1, memory_order_relaxed);
     tes_heap_release_struct(fc);
   }
-  heap->first_class_heaps = 0;
+  atomic_store_explicit(&heap->first_class_heaps, 0, memory_order_relaxed);
 }
 
 void tes_heap_abandon(tes_heap_t *heap) {

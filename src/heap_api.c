@@ -21,7 +21,8 @@ TES_API tes_heap_t *tes_heap_new(void) {
     return NULL;
   }
   tes_heap_setup(heap, owner->thread_id, owner);
-  owner->first_class_heaps++; /* the thread's exit deletes the ones it leaves (tes_heap_abandon) */
+  /* the thread's exit deletes the ones it leaves (tes_heap_abandon) */
+  atomic_fetch_add_explicit(&owner->first_class_heaps, 1, memory_order_relaxed);
   return heap;
 }
 
@@ -42,7 +43,7 @@ TES_API void tes_heap_destroy(tes_heap_t *heap) {
   if (heap == NULL || heap->is_static || heap->is_default) return;
   tes_heap_free_all(heap);
   tes_stats_fold_heap(heap);
-  heap->thread_default->first_class_heaps--;
+  atomic_fetch_sub_explicit(&heap->thread_default->first_class_heaps, 1, memory_order_relaxed);
   tes_heap_release_struct(heap);
 }
 
@@ -52,7 +53,7 @@ TES_API void tes_heap_delete(tes_heap_t *heap) {
   if (to == NULL) return; /* cannot happen once the heap exists: its thread had one */
   tes_heap_move_pages(heap, to);
   tes_stats_fold_heap(heap);
-  heap->thread_default->first_class_heaps--;
+  atomic_fetch_sub_explicit(&heap->thread_default->first_class_heaps, 1, memory_order_relaxed);
   tes_heap_release_struct(heap);
 }
 

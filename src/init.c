@@ -168,7 +168,7 @@ static void thread_done(void *value) {
   tes_heap_t *heap = tes_tls_heap;
   if (heap->is_static) return;
   tes_tls_heap = &tes_heap_exited;
-  if (heap->first_class_heaps > 0) {
+  if (atomic_load_explicit(&heap->first_class_heaps, memory_order_relaxed) > 0) {
     /* The thread leaves first-class heaps, which tes_heap_abandon deletes
      * into this heap. Not now: a destructor of a key made after ours runs
      * after this one and may still destroy or delete them (a per-thread
@@ -220,6 +220,13 @@ tes_heap_t *tes_thread_heap_init_for_free(void) { return thread_heap_init(true);
 _Atomic(tes_heap_t *const *) tes_fork_holder;
 
 static void fork_prepare(void) {
+  /* Late heaps of threads already gone are abandoned now: the child drops
+   * every other thread's late heap from the list (late_heaps_after_fork),
+   * so one whose thread ended before the fork was its for good (a thread
+   * that left a first-class heap and was joined just before: its whole
+   * heap stayed committed in the child). Nothing to do, one load, when the
+   * list is empty. */
+  reap(true);
   tes_lock(&tes_report_scratch_lock);
   tes_lock(&late_lock);
   tes_heaps_lock();

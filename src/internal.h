@@ -302,7 +302,8 @@ struct tes_heap_s {
   struct tes_heap_s *late_next, *late_prev; /* init.c: the late list (no key destructor may abandon it) */
   long late_tid;                        /* init.c: its thread's kernel id while on the late list, else 0 */
   struct tes_heap_s *thread_default;    /* the creating thread's default heap */
-  uint32_t first_class_heaps;           /* default heap: its thread's first-class heaps not destroyed or deleted yet */
+  _Atomic uint32_t first_class_heaps;   /* default heap: its thread's first-class heaps not destroyed or deleted yet
+                                         * (atomic: another thread may destroy or delete one while its thread makes more) */
   bool is_default;
   bool is_static;
   uintptr_t key;                        /* secure: per-heap random */

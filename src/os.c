@@ -347,9 +347,28 @@ int64_t tes_os_clock_ms(void) {
 
 long tes_os_thread_id(void) { return (long)syscall(SYS_gettid); }
 
+/* The main thread's state in /proc/self/stat is Z once it has exited while
+ * other threads run (pthread_exit from main): its task stays a zombie, and
+ * signals, tgkill's probe among them, still reach it, until the process
+ * ends. */
+static bool main_thread_exited(void) {
+  char text[512];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  const char *p = strrchr(text, ')'); /* comm may hold blanks and parentheses */
+  return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 bool tes_os_thread_alive(long tid) {
   int saved = errno;
-  bool alive = syscall(SYS_tgkill, (long)getpid(), tid, 0) == 0 || errno != ESRCH;
+  long pid = (long)getpid();
+  bool alive = syscall(SYS_tgkill, pid, tid, 0) == 0 || errno != ESRCH;
+  /* A main thread gone by pthread_exit answers tgkill as a living one. */
+  if (alive && tid == pid) alive = !main_thread_exited();
   errno = saved;
   return alive;
 }
