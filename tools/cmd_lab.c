@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "bench_report.h"
 #include "driver.h"
 #include "memlib.h"
 #include "policy.h"
@@ -629,48 +630,6 @@ static void print_csv(const policy_run_t *runs, size_t n_runs, const trace_list_
   }
 }
 
-/* Length of the well-formed UTF-8 sequence at s (1-4), or 0 when the bytes
- * there are not one (RFC 3629: no overlong forms, no surrogates, nothing
- * above U+10FFFF). */
-static size_t utf8_sequence(const unsigned char *s) {
-  unsigned char c = s[0];
-  if (c < 0x80) return 1;
-  size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-  if (n == 0) return 0;
-  unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
-  if (c == 0xe0) lo = 0xa0;
-  else if (c == 0xed) hi = 0x9f;
-  else if (c == 0xf0) lo = 0x90;
-  else if (c == 0xf4) hi = 0x8f;
-  if (s[1] < lo || s[1] > hi) return 0;
-  for (size_t i = 2; i < n; i++)
-    if (s[i] < 0x80 || s[i] > 0xbf) return 0;
-  return n;
-}
-
-/* JSON is UTF-8 (RFC 8259): a path that is not (a Latin-1 file name) has
- * each byte of a broken sequence written as U+FFFD, or the whole document
- * would be refused by a JSON reader. */
-static void json_string(const char *str) {
-  const unsigned char *s = (const unsigned char *)str;
-  putchar('"');
-  while (*s) {
-    unsigned char c = *s;
-    size_t n = utf8_sequence(s);
-    if (c == '"' || c == '\\') printf("\\%c", c);
-    else if (c == '\n') fputs("\\n", stdout);
-    else if (c < 0x20) printf("\\u%04x", c);
-    else if (n == 0) fputs("\\ufffd", stdout);
-    else {
-      fwrite(s, 1, n, stdout);
-      s += n;
-      continue;
-    }
-    s++;
-  }
-  putchar('"');
-}
-
 static void json_number(bool present, const char *fmt, double v) {
   if (present && isfinite(v)) printf(fmt, v);
   else fputs("null", stdout);
@@ -684,18 +643,18 @@ static void print_json(const policy_run_t *runs, size_t n_runs, const trace_list
   printf(",\n  \"reference_kops\": ");
   json_number(ref > 0, "%.1f", ref);
   printf(",\n  \"reference\": ");
-  json_string(ref <= 0 ? "none" : ref_measured ? "system" : "option");
+  bench_json_string(stdout, ref <= 0 ? "none" : ref_measured ? "system" : "option");
   printf(",\n  \"policies\": [");
   for (size_t p = 0; p < n_runs; p++) {
     printf("%s\n    {\"policy\": ", p ? "," : "");
-    json_string(runs[p].policy->name);
+    bench_json_string(stdout, runs[p].policy->name);
     printf(", \"traces\": [");
     for (size_t i = 0; i < traces->n; i++) {
       const driver_result_t *r = &runs[p].results[i];
       printf("%s\n      {\"trace\": ", i ? "," : "");
-      json_string(short_name(&traces->items[i]));
+      bench_json_string(stdout, short_name(&traces->items[i]));
       printf(", \"path\": ");
-      json_string(traces->items[i].name);
+      bench_json_string(stdout, traces->items[i].name);
       printf(", \"valid\": %s, \"util\": ", r->valid ? "true" : "false");
       json_number(r->valid && r->has_util, "%.6f", r->util);
       printf(", \"ops\": %llu, \"secs\": ", (unsigned long long)r->ops);
@@ -706,7 +665,7 @@ static void print_json(const policy_run_t *runs, size_t n_runs, const trace_list
       printf(", \"align\": %zu, \"checks\": %llu, \"error\": ", r->align,
              (unsigned long long)r->checks);
       if (r->valid) fputs("null", stdout);
-      else json_string(r->error);
+      else bench_json_string(stdout, r->error);
       putchar('}');
     }
     const driver_totals_t *t = &runs[p].totals;

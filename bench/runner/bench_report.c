@@ -371,7 +371,7 @@ static size_t utf8_sequence(const unsigned char *s) {
 /* JSON is UTF-8 (RFC 8259): a path in the command or a note that is not
  * (a Latin-1 directory name) has each byte of a broken sequence written as
  * U+FFFD, or the whole document would be refused by a JSON reader. */
-static void json_string(FILE *f, const char *str) {
+void bench_json_string(FILE *f, const char *str) {
   const unsigned char *s = (const unsigned char *)str;
   fputc('"', f);
   while (*s) {
@@ -412,20 +412,20 @@ int bench_write_json(const char *path, const bench_record_t *recs, size_t n, con
   FILE *f = fopen(path, "w");
   if (!f) return -1;
   fprintf(f, "{\n  \"command\": ");
-  json_string(f, info->command);
+  bench_json_string(f, info->command);
   fprintf(f, ",\n  \"date\": ");
-  json_string(f, info->date);
+  bench_json_string(f, info->date);
   fprintf(f, ",\n  \"machine\": ");
-  json_string(f, info->machine);
+  bench_json_string(f, info->machine);
   fprintf(f, ",\n  \"metric\": ");
-  json_string(f, bench_metric_name(t->metric));
+  bench_json_string(f, bench_metric_name(t->metric));
   fprintf(f, ",\n  \"baseline\": ");
-  if (t->baseline >= 0) json_string(f, t->allocs[t->baseline]);
+  if (t->baseline >= 0) bench_json_string(f, t->allocs[t->baseline]);
   else fputs("null", f);
   fprintf(f, ",\n  \"notes\": [");
   for (size_t i = 0; i < info->n_notes; i++) {
     fputs(i ? ", " : "", f);
-    json_string(f, info->notes[i]);
+    bench_json_string(f, info->notes[i]);
   }
   fprintf(f, "],\n  \"summary\": [\n");
   int first = 1;
@@ -435,11 +435,11 @@ int bench_write_json(const char *path, const bench_record_t *recs, size_t n, con
       if (c->runs == 0) continue;
       fprintf(f, "%s    {\"workload\": ", first ? "" : ",\n");
       first = 0;
-      json_string(f, t->rows[r].workload);
+      bench_json_string(f, t->rows[r].workload);
       fprintf(f, ", \"threads\": %d, \"allocator\": ", t->rows[r].threads);
-      json_string(f, t->allocs[a]);
+      bench_json_string(f, t->allocs[a]);
       fprintf(f, ", \"runs\": %d, \"ok\": %d, \"skipped\": %d, \"failure\": ", c->runs, c->ok, c->skipped);
-      if (c->failure[0]) json_string(f, c->failure);
+      if (c->failure[0]) bench_json_string(f, c->failure);
       else fputs("null", f);
       json_spread(f, "time_s", &c->time);
       fprintf(f, ", \"cpu_s_median\": ");
@@ -454,7 +454,7 @@ int bench_write_json(const char *path, const bench_record_t *recs, size_t n, con
   fprintf(f, "\n  ],\n  \"geomean\": {");
   for (size_t a = 0; a < t->n_allocs; a++) {
     fputs(a ? ", " : "", f);
-    json_string(f, t->allocs[a]);
+    bench_json_string(f, t->allocs[a]);
     fprintf(f, ": {\"time_ratio\": ");
     json_number(f, t->geo_time[a]);
     fprintf(f, ", \"rss_ratio\": ");
@@ -469,9 +469,9 @@ int bench_write_json(const char *path, const bench_record_t *recs, size_t n, con
   for (size_t i = 0; i < n; i++) {
     const bench_record_t *r = &recs[i];
     fprintf(f, "    {\"workload\": ");
-    json_string(f, r->workload);
+    bench_json_string(f, r->workload);
     fprintf(f, ", \"allocator\": ");
-    json_string(f, r->allocator);
+    bench_json_string(f, r->allocator);
     fprintf(f, ", \"threads\": %d, \"run\": %d, \"wall_s\": ", r->threads, r->run);
     json_number(f, r->wall_s);
     fprintf(f, ", \"cpu_s\": ");
@@ -486,7 +486,7 @@ int bench_write_json(const char *path, const bench_record_t *recs, size_t n, con
     if (r->peak_rss_kib >= 0) fprintf(f, "%ld", r->peak_rss_kib);
     else fputs("null", f);
     fprintf(f, ", \"status\": ");
-    json_string(f, r->status);
+    bench_json_string(f, r->status);
     fprintf(f, ", \"metrics\": {");
     /* extra is key=value;key=value with numeric values */
     char extra[BENCH_EXTRA_MAX];
@@ -499,10 +499,10 @@ int bench_write_json(const char *path, const bench_record_t *recs, size_t n, con
       char *end;
       double v = strtod(eq + 1, &end);
       fputs(k++ ? ", " : "", f);
-      json_string(f, item);
+      bench_json_string(f, item);
       fputs(": ", f);
       if (*end == '\0' && end != eq + 1) json_number(f, v);
-      else json_string(f, eq + 1);
+      else bench_json_string(f, eq + 1);
     }
     fprintf(f, "}}%s\n", i + 1 < n ? "," : "");
   }

@@ -76,5 +76,8 @@ void bench_table_print(FILE *out, const bench_table_t *t);
 int bench_write_markdown(const char *path, const bench_table_t *t, const bench_report_info_t *info);
 int bench_write_json(const char *path, const bench_record_t *recs, size_t n, const bench_table_t *t,
                      const bench_report_info_t *info);
+/* One JSON string, quoted and escaped; bytes that are not UTF-8 become
+ * U+FFFD (also the lab's --json output, tools/cmd_lab.c). */
+void bench_json_string(FILE *f, const char *str);
 
 #endif
