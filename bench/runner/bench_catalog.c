@@ -5,6 +5,7 @@
 #include "bench_catalog.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,20 @@ static int compare_strings(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Append a copy of s to the growing array *list; false when out of memory. */
+static bool push_copy(char ***list, size_t *n, size_t *cap, const char *s) {
+  if (*n == *cap) {
+    size_t grown_cap = *cap ? 2 * *cap : 64;
+    char **grown = realloc(*list, grown_cap * sizeof *grown);
+    if (!grown) return false;
+    *list = grown;
+    *cap = grown_cap;
+  }
+  if (((*list)[*n] = strdup(s)) == NULL) return false;
+  (*n)++;
+  return true;
+}
+
 size_t bench_trace_files(const char *dir, char **files, size_t max, size_t *total) {
   if (total) *total = 0;
   DIR *d = opendir(dir);
@@ -157,14 +172,7 @@ size_t bench_trace_files(const char *dir, char **files, size_t max, size_t *tota
     if (len < 5 || strcmp(e->d_name + len - 4, ".rep")) continue;
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path || !is_file(path)) continue;
-    if (n == cap) {
-      size_t grown_cap = cap ? 2 * cap : 64;
-      char **grown = realloc(all, grown_cap * sizeof *grown);
-      if (!grown) break;
-      all = grown;
-      cap = grown_cap;
-    }
-    if ((all[n] = strdup(path)) != NULL) n++;
+    if (!push_copy(&all, &n, &cap, path)) break;
   }
   closedir(d);
   if (n) qsort(all, n, sizeof *all, compare_strings);
@@ -198,14 +206,7 @@ size_t bench_trace_sets(char dirs[][PATH_MAX], size_t max) {
     size_t has = bench_trace_files(path, files, 1, NULL);
     if (!has) continue;
     free(files[0]);
-    if (n == cap) {
-      size_t grown_cap = cap ? 2 * cap : 16;
-      char **grown = realloc(names, grown_cap * sizeof *grown);
-      if (!grown) break;
-      names = grown;
-      cap = grown_cap;
-    }
-    if ((names[n] = strdup(e->d_name)) != NULL) n++;
+    if (!push_copy(&names, &n, &cap, e->d_name)) break;
   }
   closedir(d);
   qsort(names, n, sizeof *names, compare_strings);
