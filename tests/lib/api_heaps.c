@@ -39,6 +39,13 @@ static int compare_address(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Every block of the process into `seen`, sorted by address for bsearch. */
+static void walk_all_sorted(void) {
+  memset(&seen, 0, sizeof seen);
+  tes_heap_visit(NULL, record_block, &seen);
+  qsort(seen.blocks, seen.count, sizeof seen.blocks[0], compare_address);
+}
+
 static int compare_pointer(const void *a, const void *b) {
   uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
   return x < y ? -1 : x > y;
@@ -227,9 +234,7 @@ static void check_delete_keeps_blocks(void) {
   for (int i = 0; i < N; i++) corrupted += api_verify(blocks[i], sizes[i]) != SIZE_MAX;
   CHECK(corrupted == 0, "%zu blocks corrupted by tes_heap_delete", corrupted);
   /* Still live: the process-wide walk lists all of them. */
-  memset(&seen, 0, sizeof seen);
-  tes_heap_visit(NULL, record_block, &seen);
-  qsort(seen.blocks, seen.count, sizeof seen.blocks[0], compare_address);
+  walk_all_sorted();
   size_t found = 0;
   for (int i = 0; i < N; i++) {
     tes_block_info_t key = {.address = blocks[i]};
@@ -386,9 +391,7 @@ static void check_walk_other_threads(void) {
   for (int w = 0; w < WORKERS; w++)
     REQUIRE(pthread_create(&threads[w], NULL, parked_worker, (void *)(intptr_t)w) == 0, "pthread_create");
   pthread_barrier_wait(&parked);
-  memset(&seen, 0, sizeof seen);
-  tes_heap_visit(NULL, record_block, &seen);
-  qsort(seen.blocks, seen.count, sizeof seen.blocks[0], compare_address);
+  walk_all_sorted();
   size_t missing = 0;
   for (int w = 0; w < WORKERS; w++)
     for (int i = 0; i < WORKER_BLOCKS; i++) {
@@ -552,9 +555,7 @@ static void check_thread_exit_deletes_heaps(void) {
   }
   CHECK(missing == 0, "%zu tes_heap_malloc calls failed", missing);
   /* The others are still live blocks: intact, walked, freeable. */
-  memset(&seen, 0, sizeof seen);
-  tes_heap_visit(NULL, record_block, &seen);
-  qsort(seen.blocks, seen.count, sizeof seen.blocks[0], compare_address);
+  walk_all_sorted();
   size_t unwalked = 0;
   for (int t = 0; t < LEFT_THREADS; t++)
     for (int i = 0; i < LEFT_BLOCKS; i++) {
