@@ -239,16 +239,13 @@ void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignmen
   return p;
 }
 
-/* The part [from, to) that tes_os_remap_guarded added to the block's piece
- * of `base` (the tail guard beyond it is not touched) becomes read-write
- * except for the page at guard_at (0: none). `none`: the part is PROT_NONE
- * now (the tail guard grown in place), else read-write (the body grown). */
-static bool extension_protect(uint8_t *base, size_t from, size_t to, size_t guard_at, bool none) {
+/* The guards of a mapping grown from old_size to new_size at base: its new
+ * last page when `tail` (one page, else 0), and the page at guard_at (0:
+ * none); everything else the growth added stays read-write. */
+static bool guards_protect(uint8_t *base, size_t new_size, size_t tail, size_t guard_at) {
   size_t ps = os_page_size;
-  if (!none) return guard_at == 0 || mprotect(base + guard_at, ps, PROT_NONE) == 0;
-  if (guard_at == 0) return mprotect(base + from, to - from, PROT_READ | PROT_WRITE) == 0;
-  return (guard_at == from || mprotect(base + from, guard_at - from, PROT_READ | PROT_WRITE) == 0) &&
-         (guard_at + ps == to || mprotect(base + guard_at + ps, to - guard_at - ps, PROT_READ | PROT_WRITE) == 0);
+  return (tail == 0 || mprotect(base + new_size - tail, tail, PROT_NONE) == 0) &&
+         (guard_at == 0 || mprotect(base + guard_at, ps, PROT_NONE) == 0);
 }
 
 /* A remap that failed half-way could not be undone: a segment with a hole
@@ -270,40 +267,43 @@ void *tes_os_remap_guarded(void *addr, size_t old_size, size_t new_size, size_t 
   uint8_t *base = addr, *dst = base;
   size_t tail = tail_guard ? ps : 0, body = cuts[count - 1];
   size_t delta = new_size - old_size;
-  /* In place: the tail guard (or, without one, the body) grows into the
-   * free addresses after the mapping; then what it added becomes the
-   * block's, but for the page at guard_at, and the new last page stays a
-   * guard. The guard's pages came from the body's mapping (mprotect split
-   * them off), so the body's piece merges with what comes back to it. */
+  /* In place: the tail guard goes back to read-write, which joins it to
+   * the body's piece again (mprotect had split it off; the same protection
+   * merges them), and the body grows into the free addresses after the
+   * mapping; then the new last page and the page at guard_at become
+   * guards. The growth is read-write from the start, as in the move
+   * below, and nothing made PROT_NONE has to be turned read-write. */
   if (!FAULT(TES_FAULT_MREMAP, new_size)) {
-    void *grown = tail ? mremap(base + old_size - tail, tail, tail + delta, 0)
-                       : mremap(base + body, old_size - body, new_size - body, 0);
-    if (grown != MAP_FAILED) {
-      if (extension_protect(base, old_size - tail, new_size - tail, guard_at, tail != 0)) goto done;
-      munmap(base + old_size, delta); /* back as it was */
+    if (tail == 0 || mprotect(base + old_size - tail, tail, PROT_READ | PROT_WRITE) == 0) {
+      if (mremap(base + body, old_size - body, new_size - body, 0) != MAP_FAILED) {
+        if (guards_protect(base, new_size, tail, guard_at)) goto done;
+        munmap(base + old_size, delta); /* back as it was */
+      }
       if (tail && mprotect(base + old_size - tail, tail, PROT_NONE) != 0) remap_undo_failed();
     }
   }
   if (FAULT(TES_FAULT_MREMAP, new_size)) goto fail;
   /* Moving: each piece to its offset in a fresh aligned range, the body
-   * first (it grows, so it is the one the kernel may refuse: nothing has
-   * moved then), growing by the whole difference in the same call, so that
-   * it stays one piece; the new guards are split off it. */
+   * first (nothing else has moved if the kernel refuses it). The range is
+   * mapped read-write, as the segment was, so what the body does not cover
+   * is the block's new, zeroed part already and merges with the body's
+   * mapping (same flags, no pages yet); the new guards are then split off
+   * it. (Growing the body in the move itself, into a PROT_NONE range, left
+   * the new part unaddressable to valgrind's memcheck: sanitize.defer.) */
   size_t span = new_size + alignment - ps;
-  uint8_t *area = raw_mmap(NULL, span, PROT_NONE);
+  uint8_t *area = raw_mmap(NULL, span, PROT_READ | PROT_WRITE);
   if (area == NULL) goto fail;
   dst = (uint8_t *)(((uintptr_t)area + alignment - 1) & ~(uintptr_t)(alignment - 1));
   size_t head = (size_t)(dst - area), rest = span - head - new_size;
   if (head) munmap(area, head);
   if (rest) munmap(dst + new_size, rest);
-  size_t body_old = old_size - tail - body, body_new = new_size - body;
-  if (mremap(base + body, body_old, body_new, MREMAP_MAYMOVE | MREMAP_FIXED, dst + body) == MAP_FAILED) {
+  size_t body_old = old_size - tail - body;
+  if (mremap(base + body, body_old, body_old, MREMAP_MAYMOVE | MREMAP_FIXED, dst + body) == MAP_FAILED) {
     munmap(dst, new_size);
     goto fail;
   }
   size_t lowest = count - 1; /* pieces lowest... are at dst */
-  bool ok = (tail == 0 || mprotect(dst + new_size - tail, tail, PROT_NONE) == 0) &&
-            extension_protect(dst, old_size - tail, new_size - tail, guard_at, false);
+  bool ok = guards_protect(dst, new_size, tail, guard_at);
   while (ok && lowest > 0) {
     size_t i = lowest - 1, len = cuts[i + 1] - cuts[i];
     ok = !FAULT(TES_FAULT_MREMAP, new_size) &&
@@ -311,12 +311,11 @@ void *tes_os_remap_guarded(void *addr, size_t old_size, size_t new_size, size_t 
     if (ok) lowest = i;
   }
   if (!ok) {
-    /* Each piece that moved goes back (the body shrinking to its old
-     * length, which drops the guards split off its new part). */
+    /* Each piece that moved goes back; the rest of the new range (the
+     * block's new part and its guards) goes with the unmap below. */
     for (size_t i = lowest; i < count; i++) {
-      size_t was = i + 1 < count ? cuts[i + 1] - cuts[i] : body_old;
-      size_t now = i + 1 < count ? was : body_new;
-      if (mremap(dst + cuts[i], now, was, MREMAP_MAYMOVE | MREMAP_FIXED, base + cuts[i]) == MAP_FAILED)
+      size_t len = i + 1 < count ? cuts[i + 1] - cuts[i] : body_old;
+      if (mremap(dst + cuts[i], len, len, MREMAP_MAYMOVE | MREMAP_FIXED, base + cuts[i]) == MAP_FAILED)
         remap_undo_failed();
     }
     munmap(dst, new_size);
