@@ -378,16 +378,22 @@ static int in_list(const char *list, const char *name) {
 
 /* ---- allocators -------------------------------------------------------- */
 
-static size_t choose_allocators(const bench_config_t *c, bench_allocator_t *out) {
-  bench_allocator_t known[MAX_ALLOCS];
+/* The built-in allocators with the --allocator ones merged in: one of a
+ * built-in name replaces it, the others join (a run and --list alike). */
+static size_t merged_allocators(const bench_config_t *c, bench_allocator_t known[MAX_ALLOCS]) {
   size_t n_known = bench_known_allocators(tessera_self_dir(), known, MAX_ALLOCS);
-  /* Custom allocators replace known ones of the same name, else join. */
   for (size_t i = 0; i < c->n_custom; i++) {
     size_t k = 0;
     while (k < n_known && strcmp(known[k].name, c->custom[i].name)) k++;
     if (k == n_known && n_known < MAX_ALLOCS) n_known++;
-    if (k < MAX_ALLOCS) known[k] = c->custom[i];
+    if (k < n_known) known[k] = c->custom[i];
   }
+  return n_known;
+}
+
+static size_t choose_allocators(const bench_config_t *c, bench_allocator_t *out) {
+  bench_allocator_t known[MAX_ALLOCS];
+  size_t n_known = merged_allocators(c, known);
   if (c->allocators) {
     for (const char *p = c->allocators; *p;) {
       size_t n = strcspn(p, ",");
@@ -934,14 +940,7 @@ static void list_everything(const bench_config_t *c) {
   }
   printf("\nAllocators:\n");
   bench_allocator_t known[MAX_ALLOCS];
-  size_t n = bench_known_allocators(bin, known, MAX_ALLOCS);
-  /* As a run takes them: one of a built-in name replaces it, the others join. */
-  for (size_t i = 0; i < c->n_custom; i++) {
-    size_t k = 0;
-    while (k < n && strcmp(known[k].name, c->custom[i].name)) k++;
-    if (k == n && n < MAX_ALLOCS) n++;
-    if (k < n) known[k] = c->custom[i];
-  }
+  size_t n = merged_allocators(c, known);
   for (size_t i = 0; i < n; i++)
     printf("  %-10s %-9s %s%s%s\n", known[i].name, known[i].available ? "available" : "absent",
            known[i].path[0] ? known[i].path : "(system malloc, no preload)",
