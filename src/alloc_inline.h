@@ -22,16 +22,28 @@
 #include "internal.h"
 
 #if !TES_SECURE
-/* Pop the bin's most recently freed block, or NULL. */
-TES_INLINE tes_block_t *tes_bin_pop(tes_bin_t *bin) {
-  tes_block_t *block = bin->head;
-  if (tes_likely(block != NULL)) {
-    bin->head = block->next;
-    *tes_bin_mark(block) = 0; /* handed out: no longer in a bin */
-    bin->tally += TES_BIN_POP;
-  }
-  return block;
-}
+/* Return the bin's most recently freed block, if it has one; a bin whose
+ * head lost its mark returns a malloc's result instead (tes_bin_refuse_malloc:
+ * a tail call, so the fast path saves no registers). */
+#define TES_BIN_POP_OR_RETURN(heap, bin, size)                                                                  \
+  do {                                                                                                         \
+    tes_block_t *recent_ = (bin)->head;                                                                        \
+    /* Every block a free puts in the bin carries the bin's mark, and a pop                                   \
+     * clears it. The head without it is the end (the bin is empty), or a                                     \
+     * block handed out already: freed twice with other frees between (free                                   \
+     * compares with the head only), so its link is the program's data. The                                   \
+     * check is here, not in free, because the pop reads this line anyway                                     \
+     * (the link beside the mark), while a free only writes the block:                                        \
+     * reading the mark there was a cache miss on every free of a cold block                                  \
+     * (fit-small, fit-large and batch-free ran 1.1-1.4x the time). */                                        \
+    if (tes_likely(*tes_bin_mark(recent_) == (uintptr_t)(bin))) {                                              \
+      (bin)->head = recent_->next;                                                                             \
+      *tes_bin_mark(recent_) = 0; /* handed out: no longer in a bin */                                         \
+      (bin)->tally += TES_BIN_POP;                                                                             \
+      return recent_;                                                                                          \
+    }                                                                                                          \
+    if (tes_unlikely(recent_ != TES_BIN_END)) return tes_bin_refuse_malloc(heap, bin, size);                   \
+  } while (0)
 #endif
 
 /* Unlink the first block of page's free list (the caller checked that
@@ -65,8 +77,8 @@ TES_INLINE tes_block_t *tes_page_pop(tes_page_t *page, size_t size) {
 TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
   if (tes_likely(size <= TES_DIRECT_MAX - TES_PADDING)) {
 #if !TES_SECURE
-    tes_block_t *recent = tes_bin_pop(heap->direct_bin[(size + 15) >> 4]);
-    if (recent != NULL) return recent;
+    tes_bin_t *bin = heap->direct_bin[(size + 15) >> 4];
+    TES_BIN_POP_OR_RETURN(heap, bin, size);
 #endif
     tes_block_t *block = tes_page_pop(heap->direct[(size + TES_PADDING + 15) >> 4], size);
     if (tes_likely(block != NULL)) return block;
@@ -76,8 +88,8 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
      * with a free block whenever it can). */
     unsigned c = tes_class_of_above_256(size + TES_PADDING);
 #if !TES_SECURE
-    tes_block_t *recent = tes_bin_pop(&heap->bins[c]);
-    if (recent != NULL) return recent;
+    tes_bin_t *bin = &heap->bins[c];
+    TES_BIN_POP_OR_RETURN(heap, bin, size);
 #endif
     tes_page_t *page = heap->queues[c].first;
     if (tes_likely(page != NULL)) {
@@ -93,32 +105,41 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
 TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
 #if !TES_SECURE
   tes_bin_t *bin = page->bin;
-  /* The default build's double-free check (glibc's tcache has the same):
-   * a block in a bin carries the bin's address in its second word, which
-   * a pop clears. A block freed again while it is in the bin, with or
-   * without other frees in between, finds the mark; the bin is then
-   * searched, so a program's own data that happens to look like a mark
-   * costs a search, never a false report. Linked twice, a block was
-   * handed out twice, and the bin could turn into a cycle that the next
-   * flush walked for ever. A tail call: the fast path saves no registers. */
-  if (tes_unlikely(*tes_bin_mark(block) == (uintptr_t)bin)) {
-    tes_free_owned_checked(page, bin, block);
-    return;
-  }
   /* The room byte read on its own (little-endian low byte of tally): GCC
    * then tests it in memory and decrements tally with one instruction,
    * instead of loading, testing, decrementing and storing the word. */
   if (tes_likely(__atomic_load_n((const uint8_t *)&bin->tally, __ATOMIC_RELAXED) != 0)) {
-    block->next = bin->head;
+    /* The default build's double-free checks, without reading the block
+     * (free only writes it): a block freed twice in a row is the bin's
+     * head; one freed again with other frees between is caught when the
+     * bin reaches it (tes_bin_pop, and the flush), before it is handed out
+     * a second time. The mark is the bin's address in the block's second
+     * word. A tail call: the fast path saves no registers. */
+    tes_block_t *head = bin->head;
+    if (tes_unlikely(block == head)) {
+      tes_report_double_free(page, block);
+      return; /* when the program goes on: not linked twice */
+    }
+    block->next = head;
     *tes_bin_mark(block) = (uintptr_t)bin;
     bin->head = block;
     bin->tally--;
     return;
   }
-  /* Bin full or off: a block freed twice in a row is at the head of its
-   * page's list (one compare on a value loaded anyway). */
-  if (tes_unlikely(page->local_free == block)) {
+  /* Bin full or off. A block freed twice in a row is the bin's head or the
+   * head of its page's list (values loaded anyway). A medium block still in
+   * the bin carries its mark, and the bin is searched (a program's data
+   * that looks like a mark costs a search, never a false report); medium
+   * bins hold 2-64 blocks and fill often. A small block is not read: a loop
+   * of small frees with the bin full ran 1.36x the time with that read (a
+   * cache miss on every cold block), so one freed again while its full bin
+   * holds it, with other frees between, is not caught here. */
+  if (tes_unlikely(block == bin->head || page->local_free == block)) {
     tes_report_double_free(page, block);
+    return;
+  }
+  if (page->block_size > TES_DIRECT_MAX && tes_unlikely(*tes_bin_mark(block) == (uintptr_t)bin)) {
+    tes_free_owned_checked(page, bin, block);
     return;
   }
 #endif

@@ -40,11 +40,12 @@ void tes_report_double_free(const tes_page_t *page, const void *p) { tes_report_
 
 #if !TES_SECURE
 void tes_free_owned_checked(tes_page_t *page, tes_bin_t *bin, tes_block_t *block) {
-  /* At most `held` steps: a list already damaged (a use-after-free write)
-   * cannot keep us here. */
+  /* At most `held` steps, and none past a block without the mark (handed
+   * out already, its link is data: TES_BIN_POP_OR_RETURN reports it): a
+   * list already damaged cannot keep us here or lead us astray. */
   uint32_t held = tes_bin_held(bin);
   tes_block_t *b = bin->head;
-  for (uint32_t i = 0; i < held && b != NULL; i++, b = b->next) {
+  for (uint32_t i = 0; i < held && *tes_bin_mark(b) == (uintptr_t)bin; i++, b = b->next) { /* the end has no bin's mark */
     if (b == block) {
       tes_report_double_free(page, block);
       return; /* when the program goes on (TESSERA_ABORT_ON_ERROR=0): not linked twice */
@@ -245,6 +246,7 @@ void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *pa
       [TES_ERR_DOUBLE_FREE] = "double free",
       [TES_ERR_OVERFLOW] = "heap buffer overflow detected at free",
       [TES_ERR_CORRUPT] = "corrupted free list",
+      [TES_ERR_BIN_DAMAGED] = "double free (or a write after free)",
   };
   if (page != NULL && page->class_index != 0xff)
     tes_message("error: %s of %p (class %u, %zu bytes) in thread %ld", what[kind], p, (unsigned)page->class_index,

@@ -69,7 +69,8 @@ static void class_direct_range(unsigned c, size_t *lo, size_t *hi) {
 }
 
 /* ---- bins (default build) --------------------------------------------------- */
-tes_bin_t tes_bin_closed; /* room 0 for ever: retired, abandoned and secure pages */
+tes_bin_t tes_bin_closed = {.head = TES_BIN_END}; /* room 0 for ever: retired, abandoned and secure pages */
+const uintptr_t tes_bin_end_words[2] = {0, 1};
 
 /* Blocks a bin of class c may hold: 256 KiB worth, at least 2 and at most
  * 64 (all bins of a heap full at once: about 6.8 MiB, until the next flush);
@@ -95,7 +96,7 @@ static void bins_reset(tes_heap_t *heap) {
   heap->bins_due = 0;
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct_bin[i] = &heap->bins[TES_DIRECT_CLASS_EXPR(i)];
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
-    heap->bins[c].head = NULL;
+    heap->bins[c].head = TES_BIN_END;
     heap->bins[c].tally = 0;
   }
   bins_set_limits(heap);
@@ -113,23 +114,47 @@ static void bins_fold(tes_heap_t *heap, bool dropped) {
   }
 }
 
-/* Give every block in the heap's bins back to its page (which may retire),
- * then take the current TESSERA_BINS setting. */
+void tes_bin_refuse(tes_bin_t *bin) {
+  tes_block_t *block = bin->head;
+  /* The head came from our own free, or from the link of a block whose
+   * mark was intact: look its page up only if a segment of ours holds it. */
+  const tes_page_t *page = tes_segmap_get(block) == 1 ? tes_page_of(tes_segment_of(block), block) : NULL;
+  tes_report_error(TES_ERR_BIN_DAMAGED, block, page);
+  /* When the program goes on: the blocks still in the bin are dropped (their
+   * pages keep counting them, a leak), because the link that reaches past
+   * this block is the program's data. */
+  bin->head = TES_BIN_END;
+  bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | bin->limit;
+}
+
+void *tes_bin_refuse_malloc(tes_heap_t *heap, tes_bin_t *bin, size_t size) {
+  tes_bin_refuse(bin);
+  return tes_heap_malloc_generic(heap, size, false);
+}
+
+/* Give every block in one bin back to its page (which may retire). No more
+ * steps than the bin holds, so a list damaged by a use-after-free write
+ * cannot keep the walk going; nor past a block that lost its mark (a double
+ * free: TES_BIN_POP_OR_RETURN). */
+static void bin_flush(tes_bin_t *bin) {
+  for (uint32_t held = tes_bin_held(bin); held > 0 && bin->head != TES_BIN_END; held--) {
+    tes_block_t *b = bin->head;
+    if (tes_unlikely(*tes_bin_mark(b) != (uintptr_t)bin)) {
+      tes_bin_refuse(bin);
+      break;
+    }
+    bin->head = b->next;
+    *tes_bin_mark(b) = 0;
+    bin->tally++;
+    tes_free_local_block(tes_page_of(tes_segment_of(b), b), b);
+  }
+  bin->head = TES_BIN_END;
+}
+
+/* Every bin of the heap, then take the current TESSERA_BINS setting. */
 static void bins_flush(tes_heap_t *heap) {
   bins_fold(heap, false);
-  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
-    tes_bin_t *bin = &heap->bins[c];
-    /* No more steps than the bin holds: a list damaged by a use-after-free
-     * write cannot keep the flush walking. */
-    for (uint32_t held = tes_bin_held(bin); held > 0 && bin->head != NULL; held--) {
-      tes_block_t *block = bin->head;
-      bin->head = block->next;
-      *tes_bin_mark(block) = 0;
-      bin->tally++;
-      tes_free_local_block(tes_page_of(tes_segment_of(block), block), block);
-    }
-    bin->head = NULL;
-  }
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) bin_flush(&heap->bins[c]);
   bins_set_limits(heap);
 }
 
@@ -877,8 +902,10 @@ void tes_heap_free_all(tes_heap_t *heap) {
    * (tes_free_remote). */
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     tes_block_t *b = heap->bins[c].head;
-    for (uint32_t held = tes_bin_held(&heap->bins[c]); held > 0 && b != NULL; held--, b = b->next)
+    for (uint32_t held = tes_bin_held(&heap->bins[c]); held > 0 && b != TES_BIN_END; held--, b = b->next) {
+      if (*tes_bin_mark(b) != (uintptr_t)&heap->bins[c]) break; /* handed out already (a double free): its link is data */
       *tes_bin_mark(b) = 0;
+    }
   }
   bins_fold(heap, true);
   bins_reset(heap);

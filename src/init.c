@@ -30,6 +30,7 @@ __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec"))) = &
 tes_heap_t tes_heap_empty = {
     .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
     .direct_bin = {[0 ... TES_DIRECT_COUNT - 1] = &tes_heap_empty.bins[0]}, /* empty, room 0 */
+    .bins = {[0 ... TES_CLASS_COUNT - 1] = {.head = TES_BIN_END}},
     .slice_tag = {[0 ... TES_SLICE_SLOTS - 1] = UINTPTR_MAX},
     .thread_id = TES_TID_NONE,
     .is_static = true,
@@ -41,6 +42,7 @@ tes_heap_t tes_heap_empty = {
 tes_heap_t tes_heap_exited = {
     .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
     .direct_bin = {[0 ... TES_DIRECT_COUNT - 1] = &tes_heap_exited.bins[0]}, /* empty, room 0 */
+    .bins = {[0 ... TES_CLASS_COUNT - 1] = {.head = TES_BIN_END}},
     .slice_tag = {[0 ... TES_SLICE_SLOTS - 1] = UINTPTR_MAX},
     .thread_id = TES_TID_NONE,
     .is_static = true,

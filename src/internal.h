@@ -238,12 +238,23 @@ static inline uint32_t tes_bin_held(const tes_bin_t *bin) {
 }
 static inline uint64_t tes_bin_pops(const tes_bin_t *bin) { return bin->tally >> TES_BIN_ROOM_BITS; }
 extern tes_bin_t tes_bin_closed; /* room 0: pages no bin may take blocks of */
+/* The head of every empty bin, never handed out: its mark (1) is no bin's
+ * address, so the pop's one test of the head's mark also finds the bin
+ * empty (TES_BIN_POP_OR_RETURN), and the hit path tests nothing else. */
+extern const uintptr_t tes_bin_end_words[2];
+#define TES_BIN_END ((tes_block_t *)tes_bin_end_words)
 /* A binned block's second word holds its bin's address (every class is at
  * least 16 bytes); zero once it leaves the bin (alloc_inline.h, free). */
 static inline uintptr_t *tes_bin_mark(tes_block_t *block) { return (uintptr_t *)block + 1; }
-/* free.c: an owner's free of a block that carries its bin's mark: a
- * double free if the bin holds it (reported), else freed as usual. */
+/* free.c: an owner's free of a medium block that carries its full bin's
+ * mark: a double free if the bin holds it (reported), else freed as usual. */
 void tes_free_owned_checked(tes_page_t *page, tes_bin_t *bin, tes_block_t *block);
+/* heap.c: the bin's head lacks its mark (a double free; see
+ * TES_BIN_POP_OR_RETURN): reported, and the bin emptied without following
+ * its links. tes_bin_refuse_malloc then serves the malloc of `size` that
+ * found it. */
+void tes_bin_refuse(tes_bin_t *bin);
+void *tes_bin_refuse_malloc(struct tes_heap_s *heap, tes_bin_t *bin, size_t size);
 
 /* Where the owner's frees into page go first: its heap's bin of its class,
  * or tes_bin_closed for a page no heap holds. Nothing in the hardened build,
@@ -584,7 +595,15 @@ TES_INLINE void tes_page_push_local(tes_page_t *page, tes_block_t *block) {
 tes_segment_t *tes_owned_segment(const void *p, bool report); /* validate for free/usable */
 
 /* ---- errors (free.c) ----------------------------------------------------- */
-typedef enum { TES_ERR_INVALID_FREE, TES_ERR_DOUBLE_FREE, TES_ERR_OVERFLOW, TES_ERR_CORRUPT } tes_error_kind_t;
+/* TES_ERR_BIN_DAMAGED: a bin's block lost its mark (tes_bin_refuse): freed
+ * twice with frees between, or written after it was freed. */
+typedef enum {
+  TES_ERR_INVALID_FREE,
+  TES_ERR_DOUBLE_FREE,
+  TES_ERR_OVERFLOW,
+  TES_ERR_CORRUPT,
+  TES_ERR_BIN_DAMAGED
+} tes_error_kind_t;
 void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *page);
 void tes_report_unowned(const void *p); /* no live block at p: double free of a large block, or invalid */
 /* The default build's free found p at the head of its list: reported (and,

@@ -63,7 +63,7 @@ int main(void) {
 
   /* Last in, first out; the page keeps counting the binned block as used. */
   tes_collect(false);
-  CHECK(tes_bin_held(bin) == 0 && bin->head == NULL, "collect left %u blocks in the bin", tes_bin_held(bin));
+  CHECK(tes_bin_held(bin) == 0 && bin->head == TES_BIN_END, "collect left %u blocks in the bin", tes_bin_held(bin));
   void *a = tes_malloc(100), *b = tes_malloc(100), *c = tes_malloc(100);
   tes_page_t *page = page_of(a);
   uint32_t used = page->used;

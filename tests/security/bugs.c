@@ -274,6 +274,18 @@ static int scenario(const char *name) {
     free(launder(p));
     free(launder(q));
     free(launder(p));
+  } else if (strcmp(name, "binned_write_after_free") == 0) {
+    /* The program writes over a freed block's first 16 bytes (a stale
+     * struct pointer): in the default build that is the bin's link and
+     * mark. Before, the next malloc handed the block out and made the
+     * written bytes the bin's head, which the malloc after it returned
+     * (0x4141414141414141; SIGSEGV when written). */
+    char *p = malloc(48);
+    free(launder(p));
+    memset(launder(p), 0x41, 16);
+    char *volatile a = malloc(48), *volatile b = malloc(48);
+    a[0] = 1;
+    b[0] = 1;
   } else if (strcmp(name, "double_free_deep") == 0) {
     /* 32 blocks freed, then the tenth again: 22 frees of its class came
      * after it, and a malloc in between took the last one back. */
