@@ -45,6 +45,7 @@ typedef struct lab_args_s {
   driver_config_t cfg;
   size_t heap_cap;          /* 0 = default */
   double reference_kops;    /* 0 = measure the system allocator */
+  int format;               /* --format: TRACE_FORMAT_* or TRACE_FORMAT_AUTO */
   char **paths;
   int n_paths;
 } lab_args_t;
@@ -69,6 +70,13 @@ static void lab_usage(FILE *out) {
     "  --system                 the C library's malloc/free/realloc as a pseudo-policy\n"
     "                           (alone, or added to --policy/--compare); no utilization\n"
     "  --list-policies          list the policies (* marks the default) and exit\n"
+    "\n"
+    "How to read the traces:\n"
+    "  --format auto|classic|cmu64|weighted\n"
+    "                           which header the four first lines are (default auto:\n"
+    "                           line 1 above 3 is a classic heap size; else line 1 is a\n"
+    "                           weight and line 4 must be the trace's peak payload\n"
+    "                           (cmu64) or a 0/1 flag (weighted))\n"
     "\n"
     "How to replay:\n"
     "  --align 8|16             payload alignment checked and asked of the policy\n"
@@ -296,14 +304,14 @@ static void list_free(trace_list_t *l) {
   free(l->items);
 }
 
-static int load_one(trace_list_t *l, const char *path) {
+static int load_one(trace_list_t *l, const char *path, int format) {
   trace_t *t = list_add(l);
   trace_error_t err;
   if (!t) {
     fprintf(stderr, "tessera lab: out of memory\n");
     return -1;
   }
-  if (trace_load(path, t, &err) < 0) {
+  if (trace_load_as(path, format, t, &err) < 0) {
     l->n--;
     fprintf(stderr, "%s\n", err.msg);
     return -1;
@@ -311,6 +319,10 @@ static int load_one(trace_list_t *l, const char *path) {
   if (t->stray_lines)
     fprintf(stderr, "%s:%u: note: %zu line%s after the last of the %zu requests ignored\n",
             path, t->first_stray_line, t->stray_lines, t->stray_lines == 1 ? "" : "s", t->num_ops);
+  if (t->header_guessed)
+    fprintf(stderr, "%s:1: note: header read as weighted (weight %d, flag %llu); if line 1 is a "
+            "classic heap size, --format classic reads it as one\n",
+            path, t->weight, (unsigned long long)t->header[3]);
   return 0;
 }
 
@@ -333,7 +345,7 @@ static bool is_directory(const char *dir, const char *name) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int load_dir(trace_list_t *l, const char *dir) {
+static int load_dir(trace_list_t *l, const char *dir, int format) {
   DIR *d = opendir(dir);
   if (!d) {
     fprintf(stderr, "%s: cannot open directory: %s\n", dir, strerror(errno));
@@ -365,7 +377,7 @@ static int load_dir(trace_list_t *l, const char *dir) {
   for (size_t i = 0; i < n && rc == 0; i++) {
     char path[PATH_MAX];
     join_path(path, sizeof path, dir, names[i]);
-    rc = load_one(l, path);
+    rc = load_one(l, path, format);
   }
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
@@ -717,7 +729,8 @@ static int add_policy_names(lab_args_t *a, char *list) {
 
 static int parse_args(int argc, char **argv, lab_args_t *a) {
   enum { O_POLICY = 256, O_COMPARE, O_SYSTEM, O_LIST, O_ALIGN, O_CSV, O_JSON, O_CHECK,
-         O_CHECK_EVERY, O_CHECK_BUDGET, O_CHECK_ONLY, O_HEAP_CAP, O_REFERENCE, O_RUNS, O_MM };
+         O_CHECK_EVERY, O_CHECK_BUDGET, O_CHECK_ONLY, O_HEAP_CAP, O_REFERENCE, O_RUNS, O_MM,
+         O_FORMAT };
   static const struct option opts[] = {
     {"policy", required_argument, 0, O_POLICY}, {"compare", no_argument, 0, O_COMPARE},
     {"system", no_argument, 0, O_SYSTEM}, {"list-policies", no_argument, 0, O_LIST},
@@ -727,10 +740,11 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
     {"check-budget", required_argument, 0, O_CHECK_BUDGET},
     {"check-only", no_argument, 0, O_CHECK_ONLY}, {"heap-cap", required_argument, 0, O_HEAP_CAP},
     {"reference", required_argument, 0, O_REFERENCE}, {"runs", required_argument, 0, O_RUNS},
-    {"mm", required_argument, 0, O_MM},
+    {"mm", required_argument, 0, O_MM}, {"format", required_argument, 0, O_FORMAT},
     {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
   };
   a->cfg.runs = DEFAULT_RUNS;
+  a->format = TRACE_FORMAT_AUTO;
   bool csv = false, json = false;
   uint64_t v;
   int c;
@@ -747,6 +761,17 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
         return -1;
       }
       a->mm_path = optarg;
+      break;
+    case O_FORMAT:
+      if (!strcmp(optarg, "auto")) a->format = TRACE_FORMAT_AUTO;
+      else if (!strcmp(optarg, "classic")) a->format = TRACE_FORMAT_CLASSIC;
+      else if (!strcmp(optarg, "cmu64")) a->format = TRACE_FORMAT_CMU64;
+      else if (!strcmp(optarg, "weighted")) a->format = TRACE_FORMAT_WEIGHTED;
+      else {
+        fprintf(stderr, "tessera lab: --format must be auto, classic, cmu64 or weighted, not '%s'\n",
+                optarg);
+        return -1;
+      }
       break;
     case O_COMPARE: a->compare = true; break;
     case O_SYSTEM: a->system = true; break;
@@ -916,7 +941,7 @@ int cmd_lab(int argc, char **argv) {
               is_policy ? " (a policy name: several policies go as --policy A,B)" : "");
       goto out;
     }
-    if ((S_ISDIR(st.st_mode) ? load_dir(&traces, a.paths[i]) : load_one(&traces, a.paths[i])) < 0)
+    if ((S_ISDIR(st.st_mode) ? load_dir(&traces, a.paths[i], a.format) : load_one(&traces, a.paths[i], a.format)) < 0)
       goto out;
   }
   if (demo && load_demo(&traces) < 0) goto out;
