@@ -30,6 +30,7 @@
 #include "tracegen.h"
 
 #define DEFAULT_RUNS 5
+#define DEFAULT_MM_TIMEOUT 120u /* seconds per pass with --mm (--timeout) */
 #define DEFAULT_HEAP_CAP ((size_t)1 << 40) /* address space only: memlib reserves lazily */
 #define MIN_HEAP_CAP ((size_t)128 << 20)
 #define DEMO_SEED 1
@@ -46,6 +47,7 @@ typedef struct lab_args_s {
   size_t heap_cap;          /* 0 = default */
   double reference_kops;    /* 0 = measure the system allocator */
   int format;               /* --format: TRACE_FORMAT_* or TRACE_FORMAT_AUTO */
+  bool timeout_given;       /* --timeout (else: none, or DEFAULT_MM_TIMEOUT with --mm) */
   char **paths;
   int n_paths;
 } lab_args_t;
@@ -91,6 +93,9 @@ static void lab_usage(FILE *out) {
     "  --heap-cap BYTES         cap of the simulated heap (suffix K, M, G, T; default\n"
     "                           1T of reserved address space; the classic lab used 20M).\n"
     "                           A request past the cap is reported as out of memory\n"
+    "  --timeout SECONDS        each pass of a trace (init and checked pass, or one timed\n"
+    "                           pass) must end within it, or the run stops naming the op\n"
+    "                           (default: none; %u with --mm; 0 = none)\n"
     "  --runs N                 timed runs per trace; throughput uses the median\n"
     "                           (default %d, at most 64)\n"
     "  --reference KOPS         reference throughput for the perf index (default: the\n"
@@ -108,7 +113,7 @@ static void lab_usage(FILE *out) {
     "perf index = 100 x (0.6 util + 0.4 min(1, Kops / reference)).\n"
     "Exit status: 0 all runs valid, 1 some run invalid, 2 usage or input error (or\n"
     "standard output could not be written).\n",
-    DEMO_SEED, DEFAULT_RUNS);
+    DEMO_SEED, DEFAULT_MM_TIMEOUT, DEFAULT_RUNS);
 }
 
 static void gen_usage(FILE *out) {
@@ -424,6 +429,43 @@ static void on_crash(int sig) {
   raise(sig);  /* SA_RESETHAND: the default action now */
 }
 
+/* A pass that does not end within --timeout seconds (driver.c arms the
+ * alarm): a student's mm_malloc that loops for ever hung the driver for
+ * ever. Reported like a crash, with the op, and the process then dies of
+ * SIGALRM (exit status 142 in a shell). */
+static unsigned timeout_for_report;
+static void on_timeout(int sig) {
+  if (!crashing) {
+    crashing = 1;
+    static const char head[] = "tessera lab: timed out (a pass took more than ";
+    if (write(2, head, sizeof head - 1) < 0) {}
+    char num[12];
+    int i = sizeof num;
+    unsigned v = timeout_for_report;
+    do num[--i] = (char)('0' + v % 10); while ((v /= 10) && i > 0);
+    if (write(2, num + i, sizeof num - (size_t)i) < 0) {}
+    static const char mid[] = " s, --timeout) while replaying ";
+    if (write(2, mid, sizeof mid - 1) < 0) {}
+    driver_write_current_op(2);
+    if (write(2, "\n", 1) < 0) {}
+  }
+  raise(sig);  /* SA_RESETHAND: the default action now */
+}
+
+/* A policy that calls exit() (a student's mm.c that gives up on an error)
+ * ended the run with the status it chose, 0 included, and no table: a
+ * grader saw success. It is an invalid run, named like a crash. (_exit()
+ * cannot be caught this way.) */
+static void on_exit_during_replay(void) {
+  if (!driver_in_replay() || crashing) return;
+  crashing = 1;
+  static const char head[] = "tessera lab: the policy called exit() while replaying ";
+  if (write(2, head, sizeof head - 1) < 0) {}
+  driver_write_current_op(2);
+  if (write(2, "\n", 1) < 0) {}
+  _exit(1);
+}
+
 /* SIGABRT too: a failed assert() in a student's mm.c (--mm), or glibc's
  * abort on a heap it finds corrupted, is a crash of the replay like any
  * other, and the op that led to it is what the user needs. */
@@ -438,6 +480,9 @@ static void install_crash_report(void) {
   sigaction(SIGFPE, &sa, NULL);
   sigaction(SIGILL, &sa, NULL);
   sigaction(SIGABRT, &sa, NULL);
+  sa.sa_handler = on_timeout;
+  sigaction(SIGALRM, &sa, NULL);
+  atexit(on_exit_during_replay);
 }
 
 /* Returns -1 when the driver itself failed (out of memory). */
@@ -730,7 +775,7 @@ static int add_policy_names(lab_args_t *a, char *list) {
 static int parse_args(int argc, char **argv, lab_args_t *a) {
   enum { O_POLICY = 256, O_COMPARE, O_SYSTEM, O_LIST, O_ALIGN, O_CSV, O_JSON, O_CHECK,
          O_CHECK_EVERY, O_CHECK_BUDGET, O_CHECK_ONLY, O_HEAP_CAP, O_REFERENCE, O_RUNS, O_MM,
-         O_FORMAT };
+         O_FORMAT, O_TIMEOUT };
   static const struct option opts[] = {
     {"policy", required_argument, 0, O_POLICY}, {"compare", no_argument, 0, O_COMPARE},
     {"system", no_argument, 0, O_SYSTEM}, {"list-policies", no_argument, 0, O_LIST},
@@ -741,6 +786,7 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
     {"check-only", no_argument, 0, O_CHECK_ONLY}, {"heap-cap", required_argument, 0, O_HEAP_CAP},
     {"reference", required_argument, 0, O_REFERENCE}, {"runs", required_argument, 0, O_RUNS},
     {"mm", required_argument, 0, O_MM}, {"format", required_argument, 0, O_FORMAT},
+    {"timeout", required_argument, 0, O_TIMEOUT},
     {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
   };
   a->cfg.runs = DEFAULT_RUNS;
@@ -772,6 +818,15 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
                 optarg);
         return -1;
       }
+      break;
+    case O_TIMEOUT:
+      if (parse_count(optarg, 0, 86400, &v)) {
+        fprintf(stderr, "tessera lab: --timeout needs seconds from 0 (no limit) to 86400, not '%s'\n",
+                optarg);
+        return -1;
+      }
+      a->cfg.timeout_s = (unsigned)v;
+      a->timeout_given = true;
       break;
     case O_COMPARE: a->compare = true; break;
     case O_SYSTEM: a->system = true; break;
@@ -952,6 +1007,10 @@ int cmd_lab(int argc, char **argv) {
     fprintf(stderr, "tessera lab: out of memory\n");
     goto out;
   }
+  /* A student's code may loop for ever: with --mm a pass has a limit
+   * unless --timeout says otherwise (the built-in policies have none). */
+  if (a.mm_path && !a.timeout_given) a.cfg.timeout_s = DEFAULT_MM_TIMEOUT;
+  timeout_for_report = a.cfg.timeout_s;
   install_crash_report();
   if (demo && a.output == OUT_TABLE)
     printf("No trace given: demo on %zu traces generated in memory "
