@@ -449,6 +449,14 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
     }
     switch (op->kind) {
     case TRACE_OP_ALLOC: {
+      /* The id may still hold what realloc(p, 0) returned: the trace says
+       * the id is NULL then (the C library it was recorded on returns NULL
+       * and frees p), but a policy may return a minimal block instead, as C
+       * allows. The program would leak that block here: so does the
+       * replay, but it leaves the live set first. Before, its node was
+       * inserted again while still in the treap, which made a cycle: the
+       * next overlap search never ended. */
+      if (old) live_remove(d, (int32_t)s);
       void *p = pol->malloc(op->size);
       if (!p) {
         if (op->size > 0) rc = null_result(pol, t, i, op->size, out);
