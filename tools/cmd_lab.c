@@ -95,7 +95,7 @@ static void lab_usage(FILE *out) {
     "                           A request past the cap is reported as out of memory\n"
     "  --timeout SECONDS        each pass of a trace (init and checked pass, or one timed\n"
     "                           pass) must end within it, or the run stops naming the op\n"
-    "                           (default: none; %u with --mm; 0 = none)\n"
+    "                           (default: none, but %u for the --mm object; 0 = none)\n"
     "  --runs N                 timed runs per trace; throughput uses the median\n"
     "                           (default %d, at most 64)\n"
     "  --reference KOPS         reference throughput for the perf index (default: the\n"
@@ -953,6 +953,7 @@ int cmd_lab(int argc, char **argv) {
   policy_run_t *runs = NULL;
   driver_t *driver = NULL;
   policy_run_t sys_run = {.policy = driver_system_policy()};
+  const lab_policy_t *mm_policy = NULL; /* --mm's, once loaded */
   if (!chosen) goto out;
   if (a.compare) {
     for (const lab_policy_t *const *p = lab_policies(); *p && n_chosen < 63; p++)
@@ -978,6 +979,7 @@ int cmd_lab(int argc, char **argv) {
       goto out;
     }
     chosen[n_chosen++] = mm;
+    mm_policy = mm;
   }
   if (a.system) {
     bool have = false;
@@ -1007,9 +1009,6 @@ int cmd_lab(int argc, char **argv) {
     fprintf(stderr, "tessera lab: out of memory\n");
     goto out;
   }
-  /* A student's code may loop for ever: with --mm a pass has a limit
-   * unless --timeout says otherwise (the built-in policies have none). */
-  if (a.mm_path && !a.timeout_given) a.cfg.timeout_s = DEFAULT_MM_TIMEOUT;
   timeout_for_report = a.cfg.timeout_s;
   install_crash_report();
   if (demo && a.output == OUT_TABLE)
@@ -1038,8 +1037,15 @@ int cmd_lab(int argc, char **argv) {
       sys_run.results = NULL;
       for (size_t i = 0; i < traces.n; i++)
         if (!runs[p].results[i].valid) fprintf(stderr, "system: %s\n", runs[p].results[i].error);
-    } else if (run_policy(driver, &runs[p], &traces, &a.cfg, true) < 0) {
-      goto out;
+    } else {
+      /* A student's code may loop for ever: its passes have a limit unless
+       * --timeout says otherwise; the built-in policies have none (the slow
+       * textbook ones may take minutes on a large trace). */
+      driver_config_t cfg = a.cfg;
+      if (chosen[p] == mm_policy && !a.timeout_given) cfg.timeout_s = DEFAULT_MM_TIMEOUT;
+      timeout_for_report = cfg.timeout_s;
+      if (run_policy(driver, &runs[p], &traces, &cfg, true) < 0) goto out;
+      timeout_for_report = a.cfg.timeout_s;
     }
     driver_totals(runs[p].results, traces.n, ref, &runs[p].totals);
     if (driver_is_system(chosen[p])) runs[p].totals.has_index = false;  /* no utilization */
