@@ -112,6 +112,25 @@ static inline int fit_check_freeable(const char *who, fit_block_t *b) {
 }
 
 static void fit_push_remote(const char *who, fit_arena_t *owner, fit_block_t *b) {
+  /* Already free (its owner freed it, or took it back from this stack, or
+   * it merged into a free predecessor, whose old header keeps the flag):
+   * a double free, reported like the other variants report one. Pushing it
+   * would write the stack's link over the free block's index links, and
+   * the owner's drain would free it again. Before, only remote_freed was
+   * looked at, which is clear again once the owner has the block. The size
+   * word of an allocated block is written by its owner only atomically
+   * (the FIT_LAST of fit_brk.c), so this read races with nothing on a
+   * valid free. */
+  uint64_t flags = __atomic_load_n(&b->size_flags, __ATOMIC_RELAXED);
+  size_t size = (size_t)(flags & FIT_SIZE_MASK);
+  if (size < FIT_MIN_BLOCK || size % FIT_ALIGN != 0) {
+    fit_report_bad_free(who, fit_payload(b), "not a block from this allocator; ignored");
+    return;
+  }
+  if (flags & FIT_FREE) {
+    fit_report_bad_free(who, fit_payload(b), "double free; ignored");
+    return;
+  }
   /* Freed twice by other threads before its owner took it back, the block
    * would be pushed twice and link to itself: the owner's drain would never
    * end. The header's byte says it is on its way already. */

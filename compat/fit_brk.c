@@ -176,7 +176,11 @@ fit_block_t *fit_brk_grow(fit_arena_t *a, size_t need) {
       b->prev_free = 0; /* last is in use, or it would have been grown */
       b->remote_freed = 0;
       fit_set_size(b, ask, FIT_FREE | FIT_LAST);
-      last->size_flags &= ~FIT_LAST;
+      /* last is allocated, and another thread may be freeing it right now:
+       * ts_free_nolock's remote path reads its size word (for the FREE
+       * flag, fit_push_remote), so this one write to an allocated block's
+       * size word is atomic. */
+      __atomic_store_n(&last->size_flags, last->size_flags & ~FIT_LAST, __ATOMIC_RELAXED);
       a->top_last = b;
       fit_add_free_bytes(a, (long)ask);
     } else {

@@ -258,12 +258,26 @@ static volatile size_t current_op;
 static volatile int current_phase;
 static volatile unsigned current_pass;
 
+/* cfg->timeout_s of the run: each pass (init and checked pass together, or
+ * one timed pass) must end within it, or SIGALRM goes off inside it; the
+ * caller's handler names the op (driver_write_current_op). Without it, a
+ * student's mm_malloc that loops for ever (--mm) hung the driver for ever. */
+static unsigned pass_timeout_s;
+
 static void set_phase(const trace_t *t, const lab_policy_t *pol, int phase, unsigned pass) {
   current_trace = t;
   current_policy = pol->name;
   current_phase = phase;
   current_pass = pass;
+  if (pass_timeout_s) alarm(pass_timeout_s);
 }
+
+static void end_phase(void) {
+  current_phase = PHASE_NONE;
+  if (pass_timeout_s) alarm(0);
+}
+
+bool driver_in_replay(void) { return current_phase != PHASE_NONE; }
 
 static void write_str(int fd, const char *s) {
   size_t n = 0;
@@ -410,7 +424,7 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
   set_phase(t, pol, PHASE_INIT, 0);
   if (pol->init(align) < 0) {
     snprintf(out->error, sizeof out->error, "%s: %s: init failed", t->name, pol->name);
-    current_phase = PHASE_NONE;
+    end_phase();
     if (!driver_is_system(pol)) mem_guard(0);
     return 1;
   }
@@ -435,6 +449,14 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
     }
     switch (op->kind) {
     case TRACE_OP_ALLOC: {
+      /* The id may still hold what realloc(p, 0) returned: the trace says
+       * the id is NULL then (the C library it was recorded on returns NULL
+       * and frees p), but a policy may return a minimal block instead, as C
+       * allows. The program would leak that block here: so does the
+       * replay, but it leaves the live set first. Before, its node was
+       * inserted again while still in the treap, which made a cycle: the
+       * next overlap search never ended. */
+      if (old) live_remove(d, (int32_t)s);
       void *p = pol->malloc(op->size);
       if (!p) {
         if (op->size > 0) rc = null_result(pol, t, i, op->size, out);
@@ -495,7 +517,7 @@ static int correctness_pass(driver_t *d, const lab_policy_t *pol, const trace_t 
   if (rc == 0 && pol->check && !checked_last && run_checker(pol, out, check_err, sizeof check_err) != 0)
     snprintf(out->error, sizeof out->error, "%s: heap check failed at the end: %s", t->name,
              check_err), rc = 1;
-  current_phase = PHASE_NONE;
+  end_phase();
   if (!driver_is_system(pol)) mem_guard(0);
   out->heap_bytes = driver_is_system(pol) ? 0 : mem_heapsize();
   if (driver_is_system(pol)) {  /* what the trace left live */
@@ -519,7 +541,10 @@ static double timed_pass(driver_t *d, const lab_policy_t *pol, const trace_t *t,
   memset(ptr, 0, t->n_slots * sizeof *ptr);
   if (!driver_is_system(pol)) mem_reset_brk();
   set_phase(t, pol, PHASE_TIMED, pass);
-  if (pol->init(align) < 0) return -1;
+  if (pol->init(align) < 0) {
+    end_phase();
+    return -1;
+  }
   const trace_op_t *ops = t->ops;
   size_t n = t->num_ops;
   double start = now_seconds();
@@ -532,7 +557,7 @@ static double timed_pass(driver_t *d, const lab_policy_t *pol, const trace_t *t,
     }
   }
   double secs = now_seconds() - start;
-  current_phase = PHASE_NONE;
+  end_phase();
   if (driver_is_system(pol))
     for (size_t s = 0; s < t->n_slots; s++) free(ptr[s]);
   return secs;
@@ -551,6 +576,7 @@ int driver_run(driver_t *d, const lab_policy_t *pol, const trace_t *t,
   out->scored_thru = t->weight == 1 || t->weight == 3;
   size_t align = cfg->align ? cfg->align : (t->format == TRACE_FORMAT_CLASSIC ? 8 : 16);
   out->align = align;
+  pass_timeout_s = cfg->timeout_s;
   if (reserve(d, t->n_slots ? t->n_slots : 1) < 0) {
     snprintf(out->error, sizeof out->error, "%s: out of memory for the driver's workspace",
              t->name);

@@ -28,6 +28,8 @@ typedef struct driver_config_s {
                            traces); 0 = no limit. No effect when check_every is 0 */
   bool check_only;      /* correctness pass only: no timed passes */
   unsigned runs;        /* timed passes per trace (median); 0 = 1 */
+  unsigned timeout_s;   /* each pass must end within this many seconds, or SIGALRM
+                           is raised inside it (alarm(2)); 0 = no limit */
 } driver_config_t;
 
 #define DRIVER_ERR_MAX 640
@@ -85,5 +87,9 @@ void driver_totals(const driver_result_t *results, size_t n, double reference_ko
  * replaying, or nothing outside a pass: for a crash report from a signal
  * handler (async-signal-safe: only write(2)). */
 void driver_write_current_op(int fd);
+
+/* True while a pass is replaying (a policy's code may be running): for an
+ * exit handler, to tell a policy that called exit() from a finished run. */
+bool driver_in_replay(void);
 
 #endif

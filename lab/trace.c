@@ -126,7 +126,7 @@ static const char *const header_names[4] = {
   "line 4 (weight, peak payload or flag)",
 };
 
-static int parse_header(parser_t *p, uint64_t header[4]) {
+static int parse_header(parser_t *p, uint64_t header[4], uint32_t lines[4]) {
   int have = 0;
   while (have < 4) {
     int r = next_line(p);
@@ -153,8 +153,53 @@ static int parse_header(parser_t *p, uint64_t header[4]) {
       return fail(p, p->line, "header %s: expected a number, got '%s'", header_names[have],
                   show(p->tok[0], p->tok_len[0], shown, sizeof shown));
     }
+    lines[have] = p->line;
     have++;
   }
+  return 0;
+}
+
+/* Which header the four numbers are. The three layouts cannot be told
+ * apart by their shape (four integers each), only by their values:
+ *   classic   heap size (any), num_ids, num_ops, weight (ignored, always 1)
+ *   cmu64     weight 0-3,      num_ids, num_ops, peak live payload
+ *   weighted  weight 0-3,      num_ids, num_ops, 0/1 flag
+ * A line 1 above 3 is no weight: classic. Below, line 4 decides: the
+ * trace's own peak is CMU 64-bit (which states it); any other value above
+ * 1 is CMU 64-bit too (its driver reads line 4 without checking it, and no
+ * classic header has a weight there other than 1). That leaves a line 4 of
+ * 0 or 1 that is not the peak: the weighted driver's flag (what the
+ * weighted traces in circulation look like: their short1.rep starts
+ * 1 6 12 1), but also exactly a classic header whose ignored heap size is
+ * 0-3. Until 2026-11-23 that case was read as weighted silently, so such a
+ * classic trace became a weight-0 (never scored), utilization-only or
+ * throughput-only trace replayed at 16-byte alignment, and nothing said so
+ * or could change it. It is still read as weighted (the weighted variant
+ * needs it), but t->header_guessed tells the caller to say so, and the
+ * format can be given (want, `tessera lab --format`); a forced weighted
+ * format checks its values (weight 0-3, flag 0/1) with file:line errors. */
+static int decide_format(parser_t *p, const uint64_t h[4], const uint32_t lines[4], int want,
+                         trace_t *t) {
+  bool weight_ok = h[0] <= 3;
+  if (want == TRACE_FORMAT_AUTO) {
+    if (!weight_ok) want = TRACE_FORMAT_CLASSIC;
+    else if (h[3] == t->peak_live) want = TRACE_FORMAT_CMU64;
+    else if (h[3] <= 1) {
+      want = TRACE_FORMAT_WEIGHTED;
+      t->header_guessed = true;
+    } else {
+      want = TRACE_FORMAT_CMU64;
+    }
+  } else if (want != TRACE_FORMAT_CLASSIC) {
+    if (!weight_ok)
+      return fail(p, lines[0], "header line 1 (weight): %llu is not a weight (0-3) of a %s header",
+                  (unsigned long long)h[0], trace_format_name((trace_format_t)want));
+    if (want == TRACE_FORMAT_WEIGHTED && h[3] > 1)
+      return fail(p, lines[3], "header line 4 (flag): %llu is not 0 or 1 (weighted header)",
+                  (unsigned long long)h[3]);
+  }
+  t->format = (trace_format_t)want;
+  t->weight = want == TRACE_FORMAT_CLASSIC ? 1 : (int)h[0];
   return 0;
 }
 
@@ -180,12 +225,23 @@ void trace_free(trace_t *t) {
 
 int trace_parse_buffer(const char *name, const char *buf, size_t len, trace_t *t,
                        trace_error_t *err) {
+  return trace_parse_buffer_as(name, buf, len, TRACE_FORMAT_AUTO, t, err);
+}
+
+int trace_parse_buffer_as(const char *name, const char *buf, size_t len, int format, trace_t *t,
+                          trace_error_t *err) {
   memset(t, 0, sizeof *t);
   memset(err, 0, sizeof *err);
   if (!name) name = "<buffer>";
   parser_t p = {.name = name, .buf = buf, .len = buf ? len : 0, .err = err};
   uint64_t header[4];
-  if (parse_header(&p, header) < 0) return -1;
+  uint32_t header_lines[4];
+  if (format != TRACE_FORMAT_AUTO && format != TRACE_FORMAT_CLASSIC &&
+      format != TRACE_FORMAT_CMU64 && format != TRACE_FORMAT_WEIGHTED) {
+    snprintf(err->msg, sizeof err->msg, "%s: unknown header format %d", name, format);
+    return -1;
+  }
+  if (parse_header(&p, header, header_lines) < 0) return -1;
   uint64_t num_ids = header[1], num_ops = header[2];
 
   /* Each request line takes at least 4 bytes ("f 0\n"), so the buffer
@@ -356,6 +412,7 @@ int trace_parse_buffer(const char *name, const char *buf, size_t len, trace_t *t
     t->stray_lines++;
     if (!t->first_stray_line) t->first_stray_line = p.line;
   }
+  if (decide_format(&p, header, header_lines, format, t) < 0) goto done;
   memset(err, 0, sizeof *err);
 
   for (size_t s = 0; s < t->n_slots; s++)
@@ -363,16 +420,6 @@ int trace_parse_buffer(const char *name, const char *buf, size_t len, trace_t *t
   t->num_ops = nops;
   t->num_ids = num_ids;
   memcpy(t->header, header, sizeof t->header);
-  if (header[0] <= 3) {
-    /* Weighted variants: line 4 is the peak payload (CMU 64-bit) or a 0/1
-     * flag; a 0/1 that is not the peak can only be the flag. */
-    t->weight = (int)header[0];
-    t->format = header[3] <= 1 && header[3] != t->peak_live ? TRACE_FORMAT_WEIGHTED
-                                                             : TRACE_FORMAT_CMU64;
-  } else {
-    t->weight = 1;
-    t->format = TRACE_FORMAT_CLASSIC;
-  }
   rc = 0;
   goto done;
 
@@ -396,6 +443,10 @@ done:
 }
 
 int trace_load(const char *path, trace_t *t, trace_error_t *err) {
+  return trace_load_as(path, TRACE_FORMAT_AUTO, t, err);
+}
+
+int trace_load_as(const char *path, int format, trace_t *t, trace_error_t *err) {
   memset(t, 0, sizeof *t);
   memset(err, 0, sizeof *err);
   /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
@@ -461,7 +512,7 @@ int trace_load(const char *path, trace_t *t, trace_error_t *err) {
     return -1;
   }
   fclose(f);
-  int rc = trace_parse_buffer(path, buf, len, t, err);
+  int rc = trace_parse_buffer_as(path, buf, len, format, t, err);
   free(buf);
   return rc;
 }

@@ -33,6 +33,11 @@ typedef enum trace_format_e {
   TRACE_FORMAT_WEIGHTED,  /* weight 0-3, num_ids, num_ops, 0/1 skip-overlap flag */
 } trace_format_t;
 
+/* For trace_parse_buffer_as/trace_load_as: tell the header from its values
+ * (line 1 above 3: classic; else line 4 0/1 and not the trace's peak:
+ * weighted, with header_guessed set; else cmu64). */
+#define TRACE_FORMAT_AUTO (-1)
+
 typedef enum trace_op_kind_e {
   TRACE_OP_ALLOC = 'a',
   TRACE_OP_FREE = 'f',
@@ -52,6 +57,8 @@ typedef struct trace_s {
   uint64_t header[4];       /* the four header values as written */
   uint64_t num_ids;         /* header line 2 */
   int weight;               /* 0-3 (classic traces: 1) */
+  bool header_guessed;      /* read as weighted, but a classic header (heap size
+                               0-3, weight 0/1) is the same text */
   trace_op_t *ops;
   size_t num_ops;
   int64_t *slot_ids;        /* slot -> id as written in the file */
@@ -82,11 +89,18 @@ typedef struct trace_error_s {
 int trace_parse_buffer(const char *name, const char *buf, size_t len,
                        trace_t *trace, trace_error_t *err);
 
+/* The same, with the header's format given (TRACE_FORMAT_CLASSIC, _CMU64,
+ * _WEIGHTED) or TRACE_FORMAT_AUTO. A forced weighted format still checks
+ * its values: a weight 0-3 on line 1, and for _WEIGHTED a 0/1 line 4. */
+int trace_parse_buffer_as(const char *name, const char *buf, size_t len, int format,
+                          trace_t *trace, trace_error_t *err);
+
 /* Read and parse a file; errors (including I/O) come back as for
  * trace_parse_buffer, naming the path. Only a regular file is read (not
- * /dev/zero, a FIFO, a directory), and a NUL byte in the first 64 KiB stops
- * the reading at once ("path:line: unexpected byte 0x00 ..."). */
+ * /dev/zero, a FIFO, a directory), and a NUL byte anywhere stops the reading
+ * where it is found ("path:line: unexpected byte 0x00 ..."). */
 int trace_load(const char *path, trace_t *trace, trace_error_t *err);
+int trace_load_as(const char *path, int format, trace_t *trace, trace_error_t *err);
 
 void trace_free(trace_t *trace);
 

@@ -30,6 +30,7 @@
 #include "tracegen.h"
 
 #define DEFAULT_RUNS 5
+#define DEFAULT_MM_TIMEOUT 120u /* seconds per pass with --mm (--timeout) */
 #define DEFAULT_HEAP_CAP ((size_t)1 << 40) /* address space only: memlib reserves lazily */
 #define MIN_HEAP_CAP ((size_t)128 << 20)
 #define DEMO_SEED 1
@@ -45,6 +46,8 @@ typedef struct lab_args_s {
   driver_config_t cfg;
   size_t heap_cap;          /* 0 = default */
   double reference_kops;    /* 0 = measure the system allocator */
+  int format;               /* --format: TRACE_FORMAT_* or TRACE_FORMAT_AUTO */
+  bool timeout_given;       /* --timeout (else: none, or DEFAULT_MM_TIMEOUT with --mm) */
   char **paths;
   int n_paths;
 } lab_args_t;
@@ -70,6 +73,13 @@ static void lab_usage(FILE *out) {
     "                           (alone, or added to --policy/--compare); no utilization\n"
     "  --list-policies          list the policies (* marks the default) and exit\n"
     "\n"
+    "How to read the traces:\n"
+    "  --format auto|classic|cmu64|weighted\n"
+    "                           which header the four first lines are (default auto:\n"
+    "                           line 1 above 3 is a classic heap size; else line 1 is a\n"
+    "                           weight and line 4 must be the trace's peak payload\n"
+    "                           (cmu64) or a 0/1 flag (weighted))\n"
+    "\n"
     "How to replay:\n"
     "  --align 8|16             payload alignment checked and asked of the policy\n"
     "                           (default: 8 for classic headers, 16 for weighted ones)\n"
@@ -83,6 +93,9 @@ static void lab_usage(FILE *out) {
     "  --heap-cap BYTES         cap of the simulated heap (suffix K, M, G, T; default\n"
     "                           1T of reserved address space; the classic lab used 20M).\n"
     "                           A request past the cap is reported as out of memory\n"
+    "  --timeout SECONDS        each pass of a trace (init and checked pass, or one timed\n"
+    "                           pass) must end within it, or the run stops naming the op\n"
+    "                           (default: none, but %u for the --mm object; 0 = none)\n"
     "  --runs N                 timed runs per trace; throughput uses the median\n"
     "                           (default %d, at most 64)\n"
     "  --reference KOPS         reference throughput for the perf index (default: the\n"
@@ -100,7 +113,7 @@ static void lab_usage(FILE *out) {
     "perf index = 100 x (0.6 util + 0.4 min(1, Kops / reference)).\n"
     "Exit status: 0 all runs valid, 1 some run invalid, 2 usage or input error (or\n"
     "standard output could not be written).\n",
-    DEMO_SEED, DEFAULT_RUNS);
+    DEMO_SEED, DEFAULT_MM_TIMEOUT, DEFAULT_RUNS);
 }
 
 static void gen_usage(FILE *out) {
@@ -296,14 +309,14 @@ static void list_free(trace_list_t *l) {
   free(l->items);
 }
 
-static int load_one(trace_list_t *l, const char *path) {
+static int load_one(trace_list_t *l, const char *path, int format) {
   trace_t *t = list_add(l);
   trace_error_t err;
   if (!t) {
     fprintf(stderr, "tessera lab: out of memory\n");
     return -1;
   }
-  if (trace_load(path, t, &err) < 0) {
+  if (trace_load_as(path, format, t, &err) < 0) {
     l->n--;
     fprintf(stderr, "%s\n", err.msg);
     return -1;
@@ -311,6 +324,10 @@ static int load_one(trace_list_t *l, const char *path) {
   if (t->stray_lines)
     fprintf(stderr, "%s:%u: note: %zu line%s after the last of the %zu requests ignored\n",
             path, t->first_stray_line, t->stray_lines, t->stray_lines == 1 ? "" : "s", t->num_ops);
+  if (t->header_guessed)
+    fprintf(stderr, "%s:1: note: header read as weighted (weight %d, flag %llu); if line 1 is a "
+            "classic heap size, --format classic reads it as one\n",
+            path, t->weight, (unsigned long long)t->header[3]);
   return 0;
 }
 
@@ -333,7 +350,7 @@ static bool is_directory(const char *dir, const char *name) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int load_dir(trace_list_t *l, const char *dir) {
+static int load_dir(trace_list_t *l, const char *dir, int format) {
   DIR *d = opendir(dir);
   if (!d) {
     fprintf(stderr, "%s: cannot open directory: %s\n", dir, strerror(errno));
@@ -365,7 +382,7 @@ static int load_dir(trace_list_t *l, const char *dir) {
   for (size_t i = 0; i < n && rc == 0; i++) {
     char path[PATH_MAX];
     join_path(path, sizeof path, dir, names[i]);
-    rc = load_one(l, path);
+    rc = load_one(l, path, format);
   }
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
@@ -412,6 +429,43 @@ static void on_crash(int sig) {
   raise(sig);  /* SA_RESETHAND: the default action now */
 }
 
+/* A pass that does not end within --timeout seconds (driver.c arms the
+ * alarm): a student's mm_malloc that loops for ever hung the driver for
+ * ever. Reported like a crash, with the op, and the process then dies of
+ * SIGALRM (exit status 142 in a shell). */
+static unsigned timeout_for_report;
+static void on_timeout(int sig) {
+  if (!crashing) {
+    crashing = 1;
+    static const char head[] = "tessera lab: timed out (a pass took more than ";
+    if (write(2, head, sizeof head - 1) < 0) {}
+    char num[12];
+    int i = sizeof num;
+    unsigned v = timeout_for_report;
+    do num[--i] = (char)('0' + v % 10); while ((v /= 10) && i > 0);
+    if (write(2, num + i, sizeof num - (size_t)i) < 0) {}
+    static const char mid[] = " s, --timeout) while replaying ";
+    if (write(2, mid, sizeof mid - 1) < 0) {}
+    driver_write_current_op(2);
+    if (write(2, "\n", 1) < 0) {}
+  }
+  raise(sig);  /* SA_RESETHAND: the default action now */
+}
+
+/* A policy that calls exit() (a student's mm.c that gives up on an error)
+ * ended the run with the status it chose, 0 included, and no table: a
+ * grader saw success. It is an invalid run, named like a crash. (_exit()
+ * cannot be caught this way.) */
+static void on_exit_during_replay(void) {
+  if (!driver_in_replay() || crashing) return;
+  crashing = 1;
+  static const char head[] = "tessera lab: the policy called exit() while replaying ";
+  if (write(2, head, sizeof head - 1) < 0) {}
+  driver_write_current_op(2);
+  if (write(2, "\n", 1) < 0) {}
+  _exit(1);
+}
+
 /* SIGABRT too: a failed assert() in a student's mm.c (--mm), or glibc's
  * abort on a heap it finds corrupted, is a crash of the replay like any
  * other, and the op that led to it is what the user needs. */
@@ -426,6 +480,9 @@ static void install_crash_report(void) {
   sigaction(SIGFPE, &sa, NULL);
   sigaction(SIGILL, &sa, NULL);
   sigaction(SIGABRT, &sa, NULL);
+  sa.sa_handler = on_timeout;
+  sigaction(SIGALRM, &sa, NULL);
+  atexit(on_exit_during_replay);
 }
 
 /* Returns -1 when the driver itself failed (out of memory). */
@@ -717,7 +774,8 @@ static int add_policy_names(lab_args_t *a, char *list) {
 
 static int parse_args(int argc, char **argv, lab_args_t *a) {
   enum { O_POLICY = 256, O_COMPARE, O_SYSTEM, O_LIST, O_ALIGN, O_CSV, O_JSON, O_CHECK,
-         O_CHECK_EVERY, O_CHECK_BUDGET, O_CHECK_ONLY, O_HEAP_CAP, O_REFERENCE, O_RUNS, O_MM };
+         O_CHECK_EVERY, O_CHECK_BUDGET, O_CHECK_ONLY, O_HEAP_CAP, O_REFERENCE, O_RUNS, O_MM,
+         O_FORMAT, O_TIMEOUT };
   static const struct option opts[] = {
     {"policy", required_argument, 0, O_POLICY}, {"compare", no_argument, 0, O_COMPARE},
     {"system", no_argument, 0, O_SYSTEM}, {"list-policies", no_argument, 0, O_LIST},
@@ -727,10 +785,12 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
     {"check-budget", required_argument, 0, O_CHECK_BUDGET},
     {"check-only", no_argument, 0, O_CHECK_ONLY}, {"heap-cap", required_argument, 0, O_HEAP_CAP},
     {"reference", required_argument, 0, O_REFERENCE}, {"runs", required_argument, 0, O_RUNS},
-    {"mm", required_argument, 0, O_MM},
+    {"mm", required_argument, 0, O_MM}, {"format", required_argument, 0, O_FORMAT},
+    {"timeout", required_argument, 0, O_TIMEOUT},
     {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
   };
   a->cfg.runs = DEFAULT_RUNS;
+  a->format = TRACE_FORMAT_AUTO;
   bool csv = false, json = false;
   uint64_t v;
   int c;
@@ -747,6 +807,26 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
         return -1;
       }
       a->mm_path = optarg;
+      break;
+    case O_FORMAT:
+      if (!strcmp(optarg, "auto")) a->format = TRACE_FORMAT_AUTO;
+      else if (!strcmp(optarg, "classic")) a->format = TRACE_FORMAT_CLASSIC;
+      else if (!strcmp(optarg, "cmu64")) a->format = TRACE_FORMAT_CMU64;
+      else if (!strcmp(optarg, "weighted")) a->format = TRACE_FORMAT_WEIGHTED;
+      else {
+        fprintf(stderr, "tessera lab: --format must be auto, classic, cmu64 or weighted, not '%s'\n",
+                optarg);
+        return -1;
+      }
+      break;
+    case O_TIMEOUT:
+      if (parse_count(optarg, 0, 86400, &v)) {
+        fprintf(stderr, "tessera lab: --timeout needs seconds from 0 (no limit) to 86400, not '%s'\n",
+                optarg);
+        return -1;
+      }
+      a->cfg.timeout_s = (unsigned)v;
+      a->timeout_given = true;
       break;
     case O_COMPARE: a->compare = true; break;
     case O_SYSTEM: a->system = true; break;
@@ -873,6 +953,7 @@ int cmd_lab(int argc, char **argv) {
   policy_run_t *runs = NULL;
   driver_t *driver = NULL;
   policy_run_t sys_run = {.policy = driver_system_policy()};
+  const lab_policy_t *mm_policy = NULL; /* --mm's, once loaded */
   if (!chosen) goto out;
   if (a.compare) {
     for (const lab_policy_t *const *p = lab_policies(); *p && n_chosen < 63; p++)
@@ -898,6 +979,7 @@ int cmd_lab(int argc, char **argv) {
       goto out;
     }
     chosen[n_chosen++] = mm;
+    mm_policy = mm;
   }
   if (a.system) {
     bool have = false;
@@ -916,7 +998,7 @@ int cmd_lab(int argc, char **argv) {
               is_policy ? " (a policy name: several policies go as --policy A,B)" : "");
       goto out;
     }
-    if ((S_ISDIR(st.st_mode) ? load_dir(&traces, a.paths[i]) : load_one(&traces, a.paths[i])) < 0)
+    if ((S_ISDIR(st.st_mode) ? load_dir(&traces, a.paths[i], a.format) : load_one(&traces, a.paths[i], a.format)) < 0)
       goto out;
   }
   if (demo && load_demo(&traces) < 0) goto out;
@@ -927,6 +1009,7 @@ int cmd_lab(int argc, char **argv) {
     fprintf(stderr, "tessera lab: out of memory\n");
     goto out;
   }
+  timeout_for_report = a.cfg.timeout_s;
   install_crash_report();
   if (demo && a.output == OUT_TABLE)
     printf("No trace given: demo on %zu traces generated in memory "
@@ -954,8 +1037,15 @@ int cmd_lab(int argc, char **argv) {
       sys_run.results = NULL;
       for (size_t i = 0; i < traces.n; i++)
         if (!runs[p].results[i].valid) fprintf(stderr, "system: %s\n", runs[p].results[i].error);
-    } else if (run_policy(driver, &runs[p], &traces, &a.cfg, true) < 0) {
-      goto out;
+    } else {
+      /* A student's code may loop for ever: its passes have a limit unless
+       * --timeout says otherwise; the built-in policies have none (the slow
+       * textbook ones may take minutes on a large trace). */
+      driver_config_t cfg = a.cfg;
+      if (chosen[p] == mm_policy && !a.timeout_given) cfg.timeout_s = DEFAULT_MM_TIMEOUT;
+      timeout_for_report = cfg.timeout_s;
+      if (run_policy(driver, &runs[p], &traces, &cfg, true) < 0) goto out;
+      timeout_for_report = a.cfg.timeout_s;
     }
     driver_totals(runs[p].results, traces.n, ref, &runs[p].totals);
     if (driver_is_system(chosen[p])) runs[p].totals.has_index = false;  /* no utilization */

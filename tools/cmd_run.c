@@ -160,18 +160,36 @@ static long probe_limit(option_set_fn *set, tes_option_t option, long valid, int
 
 static void print_library_options(const char *library) {
   /* Read the defaults, not this shell's settings: hide TESSERA_* from the
-   * library's start-up, remembering them to show what is set now. */
-  enum { MAX_SAVED = 32 };
-  char *saved[MAX_SAVED];
-  int saved_count = 0;
+   * library's start-up, remembering them to show what is set now.
+   * Every one of them: a fixed array of 32 used to stop at the 32nd, and
+   * those after it stayed set, so the library started with them and the
+   * table showed this shell's value as the default, with "set now" empty.
+   * Counted first, so no limit at all (environ does not change until the
+   * unsetenv calls below). */
   extern char **environ;
-  for (char **e = environ; *e && saved_count < MAX_SAVED; e++)
-    if (!strncmp(*e, "TESSERA_", 8)) saved[saved_count++] = strdup(*e);
-  for (int i = 0; i < saved_count; i++) {
-    char name[128];
+  size_t saved_count = 0;
+  for (char **e = environ; *e; e++)
+    if (!strncmp(*e, "TESSERA_", 8)) saved_count++;
+  char **saved = calloc(saved_count ? saved_count : 1, sizeof *saved);
+  if (saved == NULL) {
+    fprintf(stderr, "tessera run: out of memory\n");
+    exit(1);
+  }
+  saved_count = 0;
+  for (char **e = environ; *e; e++)
+    if (!strncmp(*e, "TESSERA_", 8)) {
+      saved[saved_count] = strdup(*e);
+      if (saved[saved_count] == NULL) {
+        fprintf(stderr, "tessera run: out of memory\n");
+        exit(1);
+      }
+      saved_count++;
+    }
+  for (size_t i = 0; i < saved_count; i++) {
     size_t n = strcspn(saved[i], "=");
-    snprintf(name, sizeof name, "%.*s", (int)n, saved[i]);
-    unsetenv(name);
+    char *name = strndup(saved[i], n); /* any length, not 127 bytes */
+    if (name != NULL) unsetenv(name);
+    free(name);
   }
 
   void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
@@ -202,7 +220,7 @@ static void print_library_options(const char *library) {
       else
         snprintf(range, sizeof range, "%ld..%ld", low, high);
       const char *now = "";
-      for (int i = 0; i < saved_count; i++)
+      for (size_t i = 0; i < saved_count; i++)
         if (!strncmp(saved[i], variable, strlen(variable)) && saved[i][strlen(variable)] == '=')
           now = saved[i] + strlen(variable) + 1;
       printf("  %-30s %10ld  %-24s %s\n", variable, value, range, now);
@@ -212,9 +230,10 @@ static void print_library_options(const char *library) {
   /* No dlclose: the library registered fork handlers and a thread key when
    * it started; leaving it mapped until this short-lived process exits is
    * the safe choice. */
-  for (int i = 0; i < saved_count; i++) {
+  for (size_t i = 0; i < saved_count; i++) {
     putenv(saved[i]); /* environ keeps the string: not freed */
   }
+  free(saved); /* the array only; the strings now belong to environ */
 }
 
 /* ---- running the program -------------------------------------------------- */

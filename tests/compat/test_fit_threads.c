@@ -212,8 +212,85 @@ static int run_remote_double_free(void) {
   return 0;
 }
 
+/* A block freed by another thread after it is already free: freed by its
+ * owner (case 0), or freed remotely and taken back by its owner (case 1).
+ * The remote path looked only at remote_freed (clear again once the owner
+ * has the block), not at the FREE flag, so the second free pushed a free
+ * block on the owner's stack: the stack's link was written over the free
+ * block's index links (its bin's list then pointed into the stack), and
+ * the owner's drain freed it again. It is reported as the ff_/bf_/ts_lock
+ * frees report a double free, and ignored. */
+static char *fdf_block, *fdf_neighbours[2];
+static pthread_barrier_t fdf_gate;
+static void *fdf_owner(void *arg) {
+  int remote_first = (int)(uintptr_t)arg;
+  fdf_neighbours[0] = ts_malloc_nolock(200); /* keeps the block from coalescing */
+  fdf_block = ts_malloc_nolock(200);
+  fdf_neighbours[1] = ts_malloc_nolock(200);
+  CHECK(fdf_block && fdf_neighbours[0] && fdf_neighbours[1]);
+  if (!remote_first) ts_free_nolock(fdf_block);
+  pthread_barrier_wait(&fdf_gate); /* case 1: the main thread frees it */
+  pthread_barrier_wait(&fdf_gate);
+  if (remote_first) { /* take it back: it is free in this heap now */
+    char *q = ts_malloc_nolock(8);
+    CHECK(q != NULL);
+    ts_free_nolock(q);
+  }
+  pthread_barrier_wait(&fdf_gate); /* the main thread frees it (again) */
+  pthread_barrier_wait(&fdf_gate);
+  CHECK_HEAP();
+  char *got[64];
+  for (int i = 0; i < 64; i++) { /* takes back whatever was pushed, reuses the hole */
+    got[i] = ts_malloc_nolock(200);
+    CHECK(got[i] != NULL);
+    memset(got[i], 'g', 200);
+  }
+  for (int i = 0; i < 64; i++)
+    for (int j = i + 1; j < 64; j++) CHECK(got[i] != got[j]);
+  CHECK_HEAP();
+  for (int i = 0; i < 64; i++) ts_free_nolock(got[i]);
+  ts_free_nolock(fdf_neighbours[0]);
+  ts_free_nolock(fdf_neighbours[1]);
+  CHECK_HEAP();
+  return NULL;
+}
+
+static int run_free_block_double_free(void) {
+  for (int remote_first = 0; remote_first < 2; remote_first++) {
+    alarm(30);
+    CHECK(pthread_barrier_init(&fdf_gate, NULL, 2) == 0);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fdf_owner, (void *)(uintptr_t)remote_first) == 0);
+    pthread_barrier_wait(&fdf_gate);
+    if (remote_first) ts_free_nolock(fdf_block);
+    pthread_barrier_wait(&fdf_gate);
+    pthread_barrier_wait(&fdf_gate);
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    int saved = dup(2);
+    dup2(fds[1], 2);
+    close(fds[1]);
+    ts_free_nolock(fdf_block);
+    dup2(saved, 2);
+    close(saved);
+    char msg[512];
+    ssize_t n = read(fds[0], msg, sizeof msg - 1);
+    msg[n > 0 ? n : 0] = 0;
+    close(fds[0]);
+    CHECK(strstr(msg, "ts_free_nolock") && strstr(msg, "double free; ignored"));
+    pthread_barrier_wait(&fdf_gate);
+    CHECK(pthread_join(t, NULL) == 0);
+    pthread_barrier_destroy(&fdf_gate);
+    alarm(0);
+    printf("ok   double free of a free block by another thread%s\n",
+           remote_first ? " (it freed it first)" : " (its owner freed it first)");
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "remote_double_free") == 0) return run_remote_double_free();
+  if (argc > 1 && strcmp(argv[1], "free_block_double_free") == 0) return run_free_block_double_free();
   if (argc > 1) return run(argv[1]);
-  return run("lock") || run("nolock") || run_remote_double_free();
+  return run("lock") || run("nolock") || run_remote_double_free() || run_free_block_double_free();
 }

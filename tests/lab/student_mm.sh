@@ -7,7 +7,8 @@
 #  2. a student's realloc that loses a byte, a block that overlaps the one
 #     before it, a write a page past the break (the checked pass guards
 #     the heap's end) and a failing assert (SIGABRT) are reported with the
-#     trace, line and op;
+#     trace, line and op; so are a malloc that never returns (--timeout)
+#     and one that calls exit(0);
 #  3. a bare file name, a missing mm_realloc and an object that brings its
 #     own memlib are refused with exit 2.
 set -u
@@ -59,6 +60,15 @@ expect "a write a page past the break" 139 "crashed (signal 11) while replaying 
 so assert_fail.so "$here/student/mm_broken.c" -DASSERT_FAIL
 expect "an assert of the student's that fails" 134 "crashed (signal 6) while replaying .*classic-small.rep:[0-9]*: op 2 (policy mm:assert_fail.so)" \
   "$tessera" lab --check-only --mm ./assert_fail.so "$traces"
+# A loop that never returns: the pass's --timeout stops the run naming the
+# op (it hung for ever), and exit(0) in the student's code is an invalid
+# run named by op (it ended the run with status 0 and no table).
+so loop.so "$here/student/mm_broken.c" -DLOOP
+expect "a malloc that never returns, --timeout 1" 142 "timed out (a pass took more than 1 s, --timeout) while replaying .*classic-small.rep:[0-9]*: op 2 (policy mm:loop.so)" \
+  "$tessera" lab --check-only --timeout 1 --mm ./loop.so "$traces"
+so exit_call.so "$here/student/mm_broken.c" -DEXIT_CALL
+expect "a malloc that calls exit(0)" 1 "the policy called exit() while replaying .*classic-small.rep:[0-9]*: op 2 (policy mm:exit_call.so)" \
+  "$tessera" lab --check-only --mm ./exit_call.so "$traces"
 expect "a bare file name" 2 "give a path (./mm.so)" "$tessera" lab --check-only --mm mm.so "$traces"
 sed 's/^void \*mm_realloc/static void *unused_realloc/' "$here/student/mm_broken.c" >norealloc.c
 so norealloc.so norealloc.c -Wno-unused-function

@@ -333,6 +333,32 @@ static void test_overlap_many(driver_t *d) {
   free(text);
 }
 
+/* realloc(p, 0) may return a minimal block instead of NULL (C allows it):
+ * the id is NULL for the trace (it may be allocated again), but the driver
+ * held the block in its live set, and allocating the id again inserted
+ * its treap node a second time: a cycle, and the next overlap search
+ * looped for ever (a student's mm_realloc built on mm_malloc(0) did it). */
+static void *zero_realloc(void *p, size_t size) {
+  if (size == 0) return fake_malloc(1);
+  return fake_realloc(p, size);
+}
+static const lab_policy_t zero_realloc_policy = {
+  .name = "zero-realloc", .description = "test double", .init = fake_init, .malloc = fake_malloc,
+  .free = fake_free, .realloc = zero_realloc, .check = NULL,
+};
+
+static void test_realloc_zero_block(driver_t *d) {
+  trace_t t;
+  load(&t, "1000\n3\n9\n1\na 0 8\nr 0 0\na 0 16\na 1 16\nf 0\na 2 24\nr 1 0\nf 1\nf 2\n");
+  driver_result_t r;
+  fault = F_NONE;
+  alarm(20); /* the loop fails the test here, not at the CTest timeout */
+  CHECK(driver_run(d, &zero_realloc_policy, &t, &(driver_config_t){.align = 16, .check_only = true}, &r) == 0);
+  CHECK(r.valid);
+  alarm(0);
+  trace_free(&t);
+}
+
 /* Blocks larger than the full-fill limit are checked at both ends. */
 static void test_large_block_contents(driver_t *d) {
   trace_t t;
@@ -388,6 +414,7 @@ int main(void) {
   test_out_of_memory(d);
   test_overlap_many(d);
   test_large_block_contents(d);
+  test_realloc_zero_block(d);
   test_totals();
   driver_free(d);
   mem_deinit();

@@ -622,6 +622,31 @@ static void test_fit_options(void) {
   CHECK(r->status == 2 && strstr(r->err, "--workloads needs at least one of") && r->out[0] == '\0');
 }
 
+/* --format: the classic reading of a header that also reads as weighted
+ * (line 1 = 0, line 4 = 1), the note that says so, and bad values. */
+static void test_format(void) {
+  const char *path = "/tmp/tessera-cli-format.rep";
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs("0\n2\n4\n1\na 0 8\na 1 8\nf 0\nf 1\n", f);
+  fclose(f);
+  run_t *r = run("lab --check-only --csv /tmp/tessera-cli-format.rep");
+  CHECK(r->status == 0);
+  CHECK(strstr(r->err, "/tmp/tessera-cli-format.rep:1: note: header read as weighted (weight 0, flag 1)") != NULL);
+  r = run("lab --check-only --format classic /tmp/tessera-cli-format.rep");
+  CHECK(r->status == 0 && r->err[0] == '\0');
+  /* classic: no weight column, replayed at 8 */
+  CHECK(strstr(r->out, " w ") == NULL && strstr(r->out, "   yes      8 ") != NULL);
+  r = run("lab --check-only --format weighted /tmp/tessera-cli-format.rep");
+  CHECK(r->status == 0 && r->err[0] == '\0');
+  expect_usage_error("lab --check-only --format cmu /tmp/tessera-cli-format.rep",
+                     "--format must be auto, classic, cmu64 or weighted, not 'cmu'");
+  r = run("lab --check-only --format weighted " TRACES "/good/classic-small.rep");
+  CHECK(r->status == 2 && strstr(r->err, "classic-small.rep:1: header line 1 (weight): 20000 is not a weight (0-3) of a weighted header"));
+  unlink(path);
+}
+
 int main(void) {
   if (access(TESSERA, X_OK) != 0) {
     fprintf(stderr, "%s is not built\n", TESSERA);
@@ -630,6 +655,7 @@ int main(void) {
   test_broken_traces();
   test_not_a_text_file();
   test_usage_errors();
+  test_format();
   test_csv();
   test_outputs();
   test_dir_scan();

@@ -208,8 +208,44 @@ static void test_mutations(void) {
   CHECK(parsed > 100 && rejected > 100);
 }
 
+/* A line 1 of 0-3 with a 0/1 line 4 is a weighted header or a classic one
+ * whose (ignored) heap size is 0-3: read as weighted but flagged, and the
+ * format can be given. Before, a classic "0 2 4 1" became weight 0 (never
+ * scored) at 16-byte alignment, silently and with no way to say otherwise. */
+static void test_header_choice(void) {
+  const char *text = "0\n2\n4\n1\na 0 8\na 1 8\nf 0\nf 1\n";
+  trace_t t;
+  trace_error_t err;
+  CHECK(parse(text, &t, &err) == 0);
+  CHECK(t.format == TRACE_FORMAT_WEIGHTED && t.weight == 0 && t.header_guessed);
+  trace_free(&t);
+  CHECK(trace_parse_buffer_as("t.rep", text, strlen(text), TRACE_FORMAT_CLASSIC, &t, &err) == 0);
+  CHECK(t.format == TRACE_FORMAT_CLASSIC && t.weight == 1 && !t.header_guessed);
+  trace_free(&t);
+  /* The peak on line 4 is CMU 64-bit, no guess; a line 1 above 3 classic. */
+  text = "2\n2\n4\n16\na 0 8\na 1 8\nf 0\nf 1\n";
+  CHECK(parse(text, &t, &err) == 0);
+  CHECK(t.format == TRACE_FORMAT_CMU64 && t.weight == 2 && !t.header_guessed);
+  trace_free(&t);
+  text = "4\n2\n4\n1\na 0 8\na 1 8\nf 0\nf 1\n";
+  CHECK(parse(text, &t, &err) == 0);
+  CHECK(t.format == TRACE_FORMAT_CLASSIC && t.weight == 1 && !t.header_guessed);
+  trace_free(&t);
+  /* A given format still checks its values, at the line that is wrong. */
+  CHECK(trace_parse_buffer_as("t.rep", text, strlen(text), TRACE_FORMAT_CMU64, &t, &err) == -1);
+  CHECK(!strcmp(err.msg, "t.rep:1: header line 1 (weight): 4 is not a weight (0-3) of a cmu64 header"));
+  text = "\n3\n2\n4\n\n7\na 0 8\na 1 8\nf 0\nf 1\n";
+  CHECK(trace_parse_buffer_as("t.rep", text, strlen(text), TRACE_FORMAT_WEIGHTED, &t, &err) == -1);
+  CHECK(!strcmp(err.msg, "t.rep:6: header line 4 (flag): 7 is not 0 or 1 (weighted header)"));
+  CHECK(trace_parse_buffer_as("t.rep", text, strlen(text), TRACE_FORMAT_CMU64, &t, &err) == 0);
+  CHECK(t.format == TRACE_FORMAT_CMU64 && t.weight == 3);
+  trace_free(&t);
+  CHECK(trace_parse_buffer_as("t.rep", text, strlen(text), 7, &t, &err) == -1);
+}
+
 int main(void) {
   test_classic();
+  test_header_choice();
   test_cmu64_crlf();
   test_weighted_realworld();
   test_broken();

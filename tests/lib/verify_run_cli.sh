@@ -123,6 +123,16 @@ set_line=$(grep "TESSERA_PURGE_DELAY_MS" "$work/help2")
 check "--help shows defaults even when TESSERA_PURGE_DELAY_MS is set" $? "'$default_line' vs '$set_line'"
 echo "$set_line" | grep -q " 4321$"
 check "--help shows the value set in the environment" $? "'$set_line'"
+# More TESSERA_* variables than the 32 the help once remembered: every one
+# is hidden from the library's start-up and shown as set now (before, the
+# 33rd and later stayed set, so the default column showed this shell's value).
+many=()
+for i in $(seq 1 40); do many+=("TESSERA_UNUSED_$i=x"); done
+env -i PATH="$PATH" "${many[@]}" TESSERA_PURGE_DELAY_MS=4321 "$tessera" run --help >"$work/help3" 2>&1
+many_line=$(grep "TESSERA_PURGE_DELAY_MS" "$work/help3")
+[ "$(echo "$many_line" | awk '{print $2}')" = "$(echo "$default_line" | awk '{print $2}')" ] &&
+  echo "$many_line" | grep -q " 4321$"
+check "--help with 41 TESSERA_* variables set: default and set-now of the 41st" $? "'$many_line' vs '$default_line'"
 
 if [ $failures -ne 0 ]; then
   echo "tools.run_cli: $failures check(s) failed"

@@ -3,9 +3,12 @@
  * with -DOVERLAP, whose third block overlaps the second; with
  * -DPAST_BREAK, which writes a word a page past the break (an epilogue put
  * in the wrong place); with -DASSERT_FAIL, whose own consistency check
- * (an assert) fails on the second block. Built with the mock handout's
+ * (an assert) fails on the second block; with -DLOOP, whose second malloc
+ * never returns; with -DEXIT_CALL, which calls exit(0) on the second
+ * malloc (a student's "give up" path). Built with the mock handout's
  * memlib.h (tests/lab/handout). */
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memlib.h"
@@ -28,6 +31,14 @@ void *mm_malloc(size_t size) {
   memcpy(p, &size, sizeof size);
 #ifdef ASSERT_FAIL
   assert(++blocks < 2 && "the student's own heap check");
+#endif
+#ifdef LOOP
+  if (++blocks == 2)
+    for (volatile int spin = 1; spin;) {
+    }
+#endif
+#ifdef EXIT_CALL
+  if (++blocks == 2) exit(0);
 #endif
 #ifdef PAST_BREAK
   if (++blocks == 2) memcpy((char *)mem_heap_hi() + 1 + 4096, &size, sizeof size);
