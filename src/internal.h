@@ -184,6 +184,12 @@ struct tes_segment_s {
   size_t dirty_end;            /* bytes from the start that may be non-zero */
   size_t clean_below;          /* secure large blocks: [header, clean_below) reads as zero */
   size_t large_guard;          /* secure: offset of a guard page moved by realloc (0: none) */
+  /* Default build, a large block's segment taken from the cache with a dirty
+   * tail beyond the block: the ms clock when that tail is purged (0: none
+   * pending), and its links in large.c's list of such segments. */
+  _Atomic int64_t tail_due;
+  size_t tail_bytes;           /* its length, counted in large.c's pending total */
+  tes_segment_t *tail_next, *tail_prev;
   uintptr_t cookie;            /* secure: proves the header is ours */
   tes_segment_t *all_next, *all_prev; /* every small/medium segment (stats, visit) */
   bool in_all_list;
@@ -563,6 +569,10 @@ extern tes_segment_t *tes_segments_all;       /* under tes_segments_lock */
 /* ---- large.c --------------------------------------------------------------- */
 void *tes_large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool zero);
 void tes_large_free(tes_segment_t *seg);
+/* Purge the dirty tails of live large blocks that are due (all when force);
+ * tes_large_tail_due: the earliest pending one (INT64_MAX: none). */
+void tes_large_purge_tails(bool force);
+int64_t tes_large_tail_due(void);
 void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size);   /* NULL: caller copies */
 #if TES_SECURE
 void *tes_large_alloc_growable(tes_heap_t *heap, size_t size);       /* room to grow, for realloc */

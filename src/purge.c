@@ -89,7 +89,8 @@ static _Atomic int purge_thread_parked; /* 1: waiting for work (futex word) */
 static int64_t purge_round(int64_t now, bool purge) {
   int64_t next = purge ? tes_heaps_purge(now, false) : tes_heaps_purge_next();
   if (purge) tes_cache_purge(false);
-  int64_t cache_next = tes_cache_purge_due();
+  int64_t cache_next = tes_cache_purge_due(), tail_next = tes_large_tail_due();
+  if (tail_next < cache_next) cache_next = tail_next;
   return cache_next < next ? cache_next : next;
 }
 

@@ -214,6 +214,9 @@ size_t tes_cache_count(void) { return __atomic_load_n(&cache_count, __ATOMIC_REL
 int64_t tes_cache_purge_due(void) { return atomic_load_explicit(&cache_purge_due, memory_order_relaxed); }
 
 void tes_cache_purge(bool force) {
+  /* The dirty tails of live large blocks fall due on the same schedule (one
+   * atomic load when none is pending). */
+  tes_large_purge_tails(force);
   int64_t now = 0;
   if (!force) {
     if (atomic_load_explicit(&cache_purge_due, memory_order_relaxed) == INT64_MAX) return;

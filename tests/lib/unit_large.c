@@ -92,6 +92,58 @@ int main(void) {
     tes_free(small);
   }
 
+  /* A cached segment taken by a smaller block keeps its dirty tail until the
+   * purge delay has passed (before, it was purged at once: a system call,
+   * and a page fault per page when a larger block took the segment again);
+   * a forced collect purges it, and a realloc that grows into the tail takes
+   * it off the list first, so the purge never reaches into the block. */
+  {
+    long delay = tes_option_get(TES_OPTION_PURGE_DELAY_MS);
+    REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 60000) == 0, "purge delay");
+    tes_collect(true);
+    size_t big_size = (size_t)3500 << 10, small_size = (size_t)300 << 10;
+    unsigned char *big = tes_malloc(big_size);
+    REQUIRE(big != NULL, "malloc(3.5 MiB)");
+    memset(big, 1, big_size);
+    tes_free(big);
+    tes_stats_get(&s0);
+    unsigned char *small = tes_malloc(small_size);
+    tes_stats_get(&s1);
+    REQUIRE(small == big, "the 3.5 MiB block's cached segment was not taken (%p then %p)", (void *)big,
+            (void *)small);
+    CHECK(s1.os_madvise_calls == s0.os_madvise_calls, "the dirty tail was purged at once (%llu madvise calls)",
+          (unsigned long long)(s1.os_madvise_calls - s0.os_madvise_calls));
+    CHECK(tes_large_tail_due() != INT64_MAX, "no tail purge pending");
+    tes_stats_get(&s0);
+    tes_large_purge_tails(true);
+    tes_stats_get(&s1);
+    CHECK(s1.os_madvise_calls == s0.os_madvise_calls + 1 && s0.committed.current - s1.committed.current >= (2 << 20),
+          "the forced purge gave back %lld bytes in %llu calls",
+          (long long)(s0.committed.current - s1.committed.current),
+          (unsigned long long)(s1.os_madvise_calls - s0.os_madvise_calls));
+    CHECK(tes_segment_of(small)->dirty_end <= small_size + ((size_t)64 << 10), "dirty_end %zu after the purge",
+          tes_segment_of(small)->dirty_end);
+    /* Again, and the block grows in place into the tail before it is due. */
+    memset(small, 2, small_size);
+    tes_free(small);
+    big = tes_malloc(big_size);
+    REQUIRE(big == small, "segment not taken again");
+    memset(big, 3, big_size);
+    tes_free(big);
+    small = tes_malloc(small_size);
+    REQUIRE(small == big, "segment not taken a third time");
+    memset(small, 4, small_size);
+    unsigned char *grown = tes_realloc(small, big_size);
+    REQUIRE(grown == small, "realloc did not grow in place");
+    memset(grown + small_size, 5, big_size - small_size);
+    tes_large_purge_tails(true);
+    size_t wrong = 0;
+    for (size_t i = 0; i < big_size; i++) wrong += grown[i] != (i < small_size ? 4 : 5);
+    CHECK(wrong == 0, "the tail purge reached into the grown block: %zu bytes lost", wrong);
+    tes_free(grown);
+    tes_option_set(TES_OPTION_PURGE_DELAY_MS, delay);
+  }
+
   /* tes_collect(true) drops the cache: the reserved space goes back. */
   tes_collect(true);
   tes_stats_get(&s1);
