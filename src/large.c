@@ -340,6 +340,31 @@ static bool shrink_mapping(tes_segment_t *seg, size_t new_size) {
   return true;
 }
 
+/* calloc of a block in a reused segment: its first n bytes may hold the
+ * last block's data. `dirty_end` says how far that block reached, not which
+ * pages it wrote: a program that calloc'd 40 MiB and wrote a byte left one
+ * page resident, and the memset here made all 40 MiB resident again (peak
+ * RSS 778 MB against glibc's 275 for 8 live blocks of 1-40 MiB so used).
+ * Over LARGE_TAIL_PURGE, mincore counts the resident pages: when fewer than
+ * a quarter are, the range is given back (MADV_DONTNEED reads as zero,
+ * swapped-out pages included) and only its partial pages are cleared; a
+ * block that was written whole is cleared in place, which is faster than
+ * faulting every page in again. */
+static void zero_reused(uint8_t *p, size_t n) {
+  size_t page = tes_os_page_size();
+  if (n >= LARGE_TAIL_PURGE) {
+    uint8_t *lo = (uint8_t *)round_up((uintptr_t)p, page), *hi = (uint8_t *)(((uintptr_t)p + n) & ~(page - 1));
+    size_t pages = (size_t)(hi - lo) / page;
+    size_t resident = tes_os_resident_pages(lo, (size_t)(hi - lo));
+    if (resident != SIZE_MAX && resident < pages / 4 && tes_os_purge(lo, (size_t)(hi - lo), true)) {
+      memset(p, 0, (size_t)(lo - p));
+      memset(hi, 0, (size_t)(p + n - hi));
+      return;
+    }
+  }
+  memset(p, 0, n);
+}
+
 /* growable (hardened build, realloc only): the block goes to the front of
  * a segment with as much room again behind it, followed by a guard page of
  * its own, which tes_large_realloc then moves as the block grows. */
@@ -464,7 +489,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
 #endif
   if (zero && block_dirty) {
     size_t n = dirty - offset;
-    memset(page->area, 0, n < usable ? n : usable);
+    zero_reused(page->area, n < usable ? n : usable);
   }
 #if TES_SECURE
   int64_t tail_due = 0; /* its dirty front and tail were settled above */

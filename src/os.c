@@ -171,6 +171,23 @@ void tes_os_unmap(void *addr, size_t size) {
   gauge_add(&os_reserved, &os_reserved_peak, -(int64_t)size);
 }
 
+size_t tes_os_resident_pages(void *addr, size_t size) {
+  unsigned char vec[1024]; /* one byte a page: 4 MiB a call, no allocation */
+  size_t pages = size / os_page_size, count = 0;
+  int saved = errno;
+  for (size_t done = 0; done < pages;) {
+    size_t n = pages - done < sizeof vec ? pages - done : sizeof vec;
+    if (mincore((uint8_t *)addr + done * os_page_size, n * os_page_size, vec) != 0) {
+      errno = saved;
+      return SIZE_MAX;
+    }
+    for (size_t i = 0; i < n; i++) count += vec[i] & 1;
+    done += n;
+  }
+  errno = saved;
+  return count;
+}
+
 bool tes_os_purge(void *addr, size_t size, bool decommit) {
   if (size == 0) return true;
   atomic_fetch_add_explicit(&os_madvise_calls, 1, RELAXED);

@@ -25,6 +25,9 @@
 void tes_os_init(void);
 /* The kernel's page size (asked at start, never assumed). */
 size_t tes_os_page_size(void);
+/* Resident pages of [addr, addr + size), both page-aligned (mincore);
+ * SIZE_MAX when the kernel does not say. */
+size_t tes_os_resident_pages(void *addr, size_t size);
 
 /* Map `size` fresh zeroed bytes (read/write) whose start is a multiple of
  * `alignment` (a power of two >= page size). NULL on failure (errno=ENOMEM). */

@@ -6,6 +6,17 @@
 
 #include "internal.h"
 
+/* Resident bytes of this process (/proc/self/statm's second field). */
+static long resident_bytes(void) {
+  long pages = -1, size;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f != NULL) {
+    if (fscanf(f, "%ld %ld", &size, &pages) != 2) pages = -1;
+    fclose(f);
+  }
+  return pages * (long)tes_os_page_size();
+}
+
 int main(void) {
   tes_stats_t s0, s1;
   size_t page = tes_os_page_size();
@@ -142,6 +153,27 @@ int main(void) {
     CHECK(wrong == 0, "the tail purge reached into the grown block: %zu bytes lost", wrong);
     tes_free(grown);
     tes_option_set(TES_OPTION_PURGE_DELAY_MS, delay);
+  }
+
+  /* calloc in a reused segment whose last block wrote one page: the
+   * untouched pages are not cleared (which made them resident), but given
+   * back; the block reads as zero, the written page included. */
+  {
+    size_t size = (size_t)16 << 20;
+    unsigned char *sparse = tes_malloc(size);
+    REQUIRE(sparse != NULL, "malloc(16 MiB)");
+    memset(sparse + size / 2, 0x77, 100);
+    tes_free(sparse);
+    long before = resident_bytes();
+    unsigned char *zeroed = tes_calloc(1, size);
+    long grew = resident_bytes() - before;
+    REQUIRE(zeroed == sparse, "calloc did not take the cached segment (%p then %p)", (void *)sparse, (void *)zeroed);
+    CHECK(grew < (4 << 20), "calloc made %ld KiB resident for a block whose last user wrote one page", grew >> 10);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < size; i += 512) nonzero += zeroed[i] != 0;
+    for (size_t i = size / 2; i < size / 2 + 100; i++) nonzero += zeroed[i] != 0;
+    CHECK(nonzero == 0, "calloc left %zu non-zero bytes", nonzero);
+    tes_free(zeroed);
   }
 
   /* tes_collect(true) drops the cache: the reserved space goes back. */
