@@ -624,6 +624,52 @@ static void check_free_errno_when_the_kernel_refuses(void) {
   run_in_child("mmap refused under a thread's first free", free_errno_thread_state_refused);
 }
 
+/* glibc's __libc_* names (exported, and called by some programs and
+ * preloaded tools) are the allocator's own: they must agree with the
+ * standard names. Declared here: glibc's headers do not. __libc_mallinfo
+ * was missing, so under LD_PRELOAD it described glibc's unused arena. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+extern void __libc_free(void *);
+extern int __libc_mallopt(int, int);
+extern struct mallinfo __libc_mallinfo(void);
+static void check_libc_names(void) {
+  API_GROUP("glibc's __libc_* names");
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  unsigned char *a = __libc_malloc(100);
+  CHECK(a != NULL && malloc_usable_size(a) >= 100, "__libc_malloc(100) = %p", (void *)a);
+  if (a) memset(a, 0x11, 100);
+  unsigned char *b = __libc_calloc(10, 10);
+  CHECK(b != NULL && malloc_usable_size(b) >= 100 && b[0] == 0 && b[99] == 0, "__libc_calloc(10,10) = %p", (void *)b);
+  a = __libc_realloc(a, 5000);
+  CHECK(a != NULL && a[99] == 0x11, "__libc_realloc(p, 5000) = %p", (void *)a);
+  void *c = __libc_memalign(256, 100), *d = __libc_valloc(100), *e = __libc_pvalloc(100);
+  CHECK(c != NULL && is_aligned(c, 256), "__libc_memalign(256,100) = %p", c);
+  CHECK(d != NULL && is_aligned(d, page), "__libc_valloc(100) = %p", d);
+  CHECK(e != NULL && is_aligned(e, page) && malloc_usable_size(e) >= page, "__libc_pvalloc(100) = %p", e);
+  CHECK(__libc_mallopt(M_MXFAST, 64) == mallopt(M_MXFAST, 64), "__libc_mallopt and mallopt disagree");
+  /* A 64 MiB block (glibc's mmapped chunk, above its largest dynamic
+   * threshold; libtessera's large block): both views count it. */
+  unsigned char *big = malloc((size_t)64 << 20);
+  CHECK(big != NULL, "malloc(64 MiB) failed");
+  if (big) big[0] = 1;
+  struct mallinfo2 wide = mallinfo2();
+  struct mallinfo narrow = __libc_mallinfo();
+  CHECK(narrow.hblks == (int)wide.hblks && narrow.hblkhd == (int)wide.hblkhd && wide.hblkhd >= ((size_t)64 << 20),
+        "__libc_mallinfo hblks %d hblkhd %d, mallinfo2 %zu %zu: not the same heap", narrow.hblks, narrow.hblkhd,
+        wide.hblks, wide.hblkhd);
+  free(big);
+  __libc_free(a);
+  __libc_free(b);
+  free(c);
+  __libc_free(d);
+  __libc_free(e);
+}
+
 static void check_many_live_blocks(void) {
   API_GROUP("many live blocks, contents intact");
   enum { N = 20000 };
@@ -678,6 +724,7 @@ int main(int argc, char **argv) {
   check_free_sized();
   check_errno_untouched();
   check_free_errno_when_the_kernel_refuses();
+  check_libc_names();
   check_many_live_blocks();
   return api_finish(api_allocator_is_tessera() ? "api_std (libtessera)" : "api_std (other allocator)");
 }
