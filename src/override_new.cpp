@@ -83,7 +83,16 @@ void *allocate_or_throw(std::size_t size, std::size_t alignment) {
 #define REPLACEABLE EXPORT __attribute__((weak))
 
 REPLACEABLE void *operator new(std::size_t n) { return allocate_or_throw(n, 0); }
-REPLACEABLE void *operator new(std::size_t n, std::align_val_t a) { return allocate_or_throw(n, (std::size_t)a); }
+// An alignment that is not a power of two (0 included) cannot be honoured:
+// bad_alloc at once, as libstdc++ does, and the nothrow forms (which call
+// this one) return nullptr. Before, alignments up to 16 returned a plain
+// block and larger ones called the new_handler in a loop for a request
+// that can never succeed (for ever, with a handler that always returns).
+REPLACEABLE void *operator new(std::size_t n, std::align_val_t a) {
+  std::size_t alignment = (std::size_t)a;
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) throw_bad_alloc();
+  return allocate_or_throw(n, alignment);
+}
 REPLACEABLE void operator delete(void *p) noexcept { tes_cxx_free(p); }
 REPLACEABLE void operator delete(void *p, std::align_val_t) noexcept { tes_cxx_free(p); }
 
