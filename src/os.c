@@ -434,6 +434,14 @@ bool tes_os_thread_start(void *(*fn)(void *), const char *name) {
   return started;
 }
 
+int tes_os_cancel_off(void) {
+  int state = PTHREAD_CANCEL_ENABLE;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
+  return state;
+}
+
+void tes_os_cancel_restore(int state) { pthread_setcancelstate(state, NULL); }
+
 /* The raw system call, not write(): write is a cancellation point, and a
  * message can be written with a lock held (an out-of-memory note under a
  * heap's purge lock); a pending deferred cancel acting there left the lock
