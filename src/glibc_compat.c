@@ -82,6 +82,11 @@ TES_COMPAT_EXPORT struct mallinfo mallinfo(void) {
   info.keepcost = clamp_int(wide.keepcost);
   return info;
 }
+/* glibc exports mallinfo under its internal name too, as it does malloc,
+ * free and mallopt (override.c, below): a caller of __libc_mallinfo got
+ * glibc's own, empty, arena under LD_PRELOAD. */
+struct mallinfo __libc_mallinfo(void);
+TES_COMPAT_EXPORT struct mallinfo __libc_mallinfo(void) __attribute__((alias("mallinfo")));
 
 /* glibc's layout ("Arena 0:", "system bytes", "in use bytes", then the
  * totals) so scripts that grep it keep working; tessera has one logical

@@ -216,7 +216,16 @@ static tes_heap_t *thread_heap_init(bool late) {
 }
 
 tes_heap_t *tes_thread_heap_init(void) { return thread_heap_init(false); }
-tes_heap_t *tes_thread_heap_init_for_free(void) { return thread_heap_init(true); }
+/* For free(), which must leave errno as it was (POSIX.1-2024, glibc >=
+ * 2.33): a thread's first free makes it a heap, and when the heap struct
+ * cannot be mapped (a new chunk of the heap pool, out of memory) the failed
+ * map's ENOMEM showed through the free. The free goes on without a heap. */
+tes_heap_t *tes_thread_heap_init_for_free(void) {
+  int saved = errno;
+  tes_heap_t *heap = thread_heap_init(true);
+  errno = saved;
+  return heap;
+}
 
 /* ---- fork --------------------------------------------------------------------- */
 _Atomic(tes_heap_t *const *) tes_fork_holder;

@@ -109,9 +109,15 @@ static void *raw_mmap(void *hint, size_t size, int prot) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+/* errno as it was: free() unmaps (a large block, a segment the cache does
+ * not keep) and must not change errno (POSIX.1-2024, glibc >= 2.33), and
+ * munmap can fail: ENOMEM when the unmap would split a mapping past
+ * vm.max_map_count (the range then simply stays mapped). */
 static void raw_munmap(void *addr, size_t size) {
   if (size == 0) return;
+  int saved = errno;
   munmap(addr, size);
+  errno = saved;
   atomic_fetch_add_explicit(&os_munmap_calls, 1, RELAXED);
 }
 
@@ -444,6 +450,14 @@ bool tes_os_thread_start(void *(*fn)(void *), const char *name) {
   errno = saved;
   return started;
 }
+
+int tes_os_cancel_off(void) {
+  int state = PTHREAD_CANCEL_ENABLE;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
+  return state;
+}
+
+void tes_os_cancel_restore(int state) { pthread_setcancelstate(state, NULL); }
 
 /* The raw system call, not write(): write is a cancellation point, and a
  * message can be written with a lock held (an out-of-memory note under a

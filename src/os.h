@@ -89,6 +89,11 @@ void tes_os_wake(int *word);
  * allocates its stack and TLS through malloc and mmap, so the caller must
  * hold no allocator lock. */
 bool tes_os_thread_start(void *(*fn)(void *), const char *name);
+/* Turn the calling thread's cancelability off, returning what it was, and
+ * put it back: for code that may reach a cancellation point (a write) with
+ * an allocator lock held. Neither is a cancellation point itself. */
+int tes_os_cancel_off(void);
+void tes_os_cancel_restore(int state);
 /* Write a message to stderr without allocating. */
 void tes_os_write_stderr(const char *text, size_t length);
 /* getenv that never allocates (reads environ). */

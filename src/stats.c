@@ -40,12 +40,28 @@ static _Alignas(64) uint8_t report_scratch[TES_REPORT_SCRATCH_BYTES];
 
 static_assert(sizeof(tes_stats_t) <= TES_REPORT_SCRATCH_BYTES, "a statistics struct fits the report scratch");
 
+/* The holders write to the caller's stream with the scratch held
+ * (malloc_info, tes_stats_print, the heap report), and fprintf, fputs and
+ * write are cancellation points: a thread cancelled there was unwound with
+ * the lock held, and every later mallinfo2, malloc_stats, malloc_info (and
+ * fork, whose handler takes the lock) spun for ever. The holder's
+ * cancelability is off until it gives the scratch back; a pending cancel
+ * then acts at its next cancellation point. (glibc's malloc_info writes
+ * with no lock held.) Set and read under the lock. */
+static int scratch_holder_cancel_state;
+
 void *tes_report_scratch_take(size_t size) {
+  int state = tes_os_cancel_off();
   tes_lock(&tes_report_scratch_lock);
+  scratch_holder_cancel_state = state;
   memset(report_scratch, 0, size);
   return report_scratch;
 }
-void tes_report_scratch_give(void) { tes_unlock(&tes_report_scratch_lock); }
+void tes_report_scratch_give(void) {
+  int state = scratch_holder_cancel_state;
+  tes_unlock(&tes_report_scratch_lock);
+  tes_os_cancel_restore(state);
+}
 
 /* Reports are formatted into text first and then written whole: printing
  * with fprintf to an unbuffered stream (stderr) puts an 8 KiB buffer on the

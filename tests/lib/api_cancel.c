@@ -1,5 +1,5 @@
 /* api_cancel.c — a deferred pthread_cancel that is pending when a thread
- * enters the allocator must not act inside it.
+ * enters the allocator must not act inside it (two scenarios, below).
  *
  * The allocator holds locks while it may write a message (with
  * TESSERA_VERBOSE, "out of memory" is noted under the heap's purge lock).
@@ -14,6 +14,7 @@
 
 #include "api_check.h"
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -73,6 +74,59 @@ static int child(void) {
   return atomic_load(&returned_null) ? 0 : 4;
 }
 
+/* The reports write to the caller's stream while they hold the report
+ * scratch (malloc_info, tes_stats_print, tes_heap_report), and fprintf,
+ * fputs and write are cancellation points: a reporter cancelled while its
+ * write waited on a full pipe was unwound with the scratch locked, and the
+ * next mallinfo2 (or fork) spun for ever. Here the cancel comes while the
+ * reporter waits on a pipe nobody reads yet; the pipe is then drained, the
+ * reporter must end (at its pthread_testcancel), and mallinfo2, malloc_info
+ * and fork must still work. */
+static FILE *report_sink;
+static int report_kind;
+
+static void *reporter(void *unused) {
+  (void)unused;
+  for (;;) {
+    if (report_kind == 0) malloc_info(0, report_sink);
+    else if (report_kind == 1) tes_stats_print(report_sink);
+    else tes_heap_report(report_sink);
+    pthread_testcancel();
+  }
+  return NULL;
+}
+
+static int child_report(int kind) {
+  int fds[2];
+  if (pipe(fds) != 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) return 3;
+  report_sink = fdopen(fds[1], "w");
+  if (report_sink == NULL) return 3;
+  setvbuf(report_sink, NULL, _IONBF, 0);
+  report_kind = kind;
+  pthread_t t;
+  if (pthread_create(&t, NULL, reporter, NULL) != 0) return 3;
+  api_sleep_ms(100); /* the pipe is full by now: the reporter waits in write() */
+  pthread_cancel(t);
+  static char drain[1 << 16];
+  double deadline = api_now_seconds() + 5;
+  while (pthread_tryjoin_np(t, NULL) != 0) {
+    if (api_now_seconds() > deadline) {
+      printf("report %d: the cancelled reporter did not end within 5 s\n", kind);
+      return 1;
+    }
+    if (read(fds[0], drain, sizeof drain) <= 0) api_sleep_ms(1);
+  }
+  struct mallinfo2 info = mallinfo2(); /* spun for ever when the scratch stayed locked */
+  FILE *null = fopen("/dev/null", "w");
+  if (null == NULL || malloc_info(0, null) != 0) return 3;
+  fclose(null);
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int status;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) return 2;
+  return info.arena > 0 ? 0 : 5;
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -93,5 +147,19 @@ int main(int argc, char **argv) {
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %s %d (1: stuck in its exit, 2: fork failed, 4: malloc "
         "never failed)", WIFSIGNALED(status) ? "signal" : "exit",
         WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  static const char *const reports[] = {"malloc_info", "tes_stats_print", "tes_heap_report"};
+  for (int kind = 0; kind < 3; kind++) {
+    fflush(stdout);
+    pid = fork();
+    REQUIRE(pid >= 0, "fork");
+    if (pid == 0) {
+      alarm(30); /* mallinfo2 or fork spinning on the scratch ends as SIGALRM */
+      _exit(child_report(kind));
+    }
+    REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reporter cancelled in %s: %s %d (SIGALRM 14: a later "
+          "mallinfo2 or fork spun on the report scratch; 1: the reporter did not end)", reports[kind],
+          WIFSIGNALED(status) ? "signal" : "exit", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  }
   return api_finish("api_cancel");
 }

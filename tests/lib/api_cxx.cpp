@@ -159,6 +159,44 @@ int main(int argc, char **argv) {
   }
   CHECK(threw && handler_calls == 3, "operator new with a throwing handler: threw %d after %d calls", threw,
         handler_calls);
+
+  // An alignment that is not a power of two can never be met: aligned new
+  // throws std::bad_alloc at once, without calling the handler (libstdc++
+  // does the same), and the nothrow forms return nullptr. (Before: up to 16
+  // a plain block came back; above, the handler was called until it gave up,
+  // for ever with one that always returns.) The handler here gives up at its
+  // third call, so a loop shows as 3 calls, not as a hang.
+  for (std::size_t al : {0ul, 3ul, 12ul, 24ul, 48ul, 96ul, 4097ul}) {
+    std::align_val_t align = static_cast<std::align_val_t>(al);
+    handler_calls = 0;
+    threw = false;
+    try {
+      void *p = ::operator new(64, align);
+      ::operator delete(p);
+    } catch (const std::bad_alloc &) {
+      threw = true;
+    }
+    CHECK(threw && handler_calls == 0, "new(64, align %zu): threw %d after %d handler calls, want bad_alloc at once",
+          al, threw, handler_calls);
+    handler_calls = 0;
+    threw = false;
+    try {
+      void *p = ::operator new[](0, align);
+      ::operator delete[](p);
+    } catch (const std::bad_alloc &) {
+      threw = true;
+    }
+    CHECK(threw && handler_calls == 0, "new[](0, align %zu): threw %d after %d handler calls", al, threw,
+          handler_calls);
+    handler_calls = 0;
+    none = ::operator new(64, align, std::nothrow);
+    CHECK(none == nullptr && handler_calls == 0, "nothrow new(64, align %zu) = %p after %d handler calls", al, none,
+          handler_calls);
+    handler_calls = 0;
+    none = ::operator new[](64, align, std::nothrow);
+    CHECK(none == nullptr && handler_calls == 0, "nothrow new[](64, align %zu) = %p after %d handler calls", al, none,
+          handler_calls);
+  }
   std::set_new_handler(nullptr);
 
   // Containers: many objects with strings, grown and destroyed.

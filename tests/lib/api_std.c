@@ -14,9 +14,15 @@
 #define _GNU_SOURCE
 #include "api_check.h"
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 /* The checks deliberately use a block after a realloc that failed (the
@@ -529,6 +535,141 @@ static void check_errno_untouched(void) {
         "near RLIMIT_AS: child status 0x%x (1: a malloc that succeeded changed errno; 2: none succeeded)", status);
 }
 
+/* From now on the calling thread's system call `nr` fails with `err`, as
+ * the kernel's own failure would (a seccomp filter; it stays with the thread
+ * and the threads it starts). False when the kernel does not allow it. */
+static bool deny_syscall(long nr, int err) {
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog program = {sizeof filter / sizeof filter[0], filter};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
+
+/* Run body in a child process; its exit status: 0 ok, 77 skipped, else the
+ * number of failures it printed. */
+static void run_in_child(const char *what, int (*body)(void)) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/waitpid failed");
+  CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77), "%s: child status 0x%x", what,
+        status);
+}
+
+/* munmap fails (ENOMEM: the unmap would split a mapping beyond
+ * vm.max_map_count) under free: 24 blocks of 64 MiB, more than the
+ * allocator keeps mapped for reuse, so some frees unmap. */
+static int free_errno_munmap_refused(void) {
+  enum { N = 24 };
+  static unsigned char *blocks[N];
+  for (int i = 0; i < N; i++) {
+    blocks[i] = malloc((size_t)64 << 20);
+    if (blocks[i] == NULL) return 77;
+    blocks[i][0] = 1;
+  }
+  if (!deny_syscall(SYS_munmap, ENOMEM)) return 77;
+  int bad = 0;
+  for (int i = 0; i < N; i++) {
+    errno = 4242;
+    free(blocks[i]);
+    if (errno != 4242 && bad++ < 3) fprintf(stderr, "munmap refused: free of 64 MiB block %d set errno %d\n", i, errno);
+  }
+  return bad;
+}
+
+/* A thread whose first call is a free gets its allocator state then; when
+ * that needs memory the kernel refuses (mmap fails in this thread only),
+ * the free still must not change errno. Each thread stays alive, holding
+ * its state, so that later ones need new memory for theirs. */
+enum { FREER_THREADS = 40 };
+static void *freer_blocks[FREER_THREADS];
+static pthread_barrier_t freer_done;
+static int freer_bad;
+static void *freer_main(void *arg) {
+  void **block = arg;
+  if (!deny_syscall(SYS_mmap, ENOMEM)) __atomic_store_n(&freer_bad, -1000, __ATOMIC_RELAXED);
+  errno = 4242;
+  free(*block);
+  int seen = errno;
+  if (seen != 4242 && __atomic_fetch_add(&freer_bad, 1, __ATOMIC_RELAXED) < 3)
+    fprintf(stderr, "mmap refused: a new thread's first call, free, set errno %d\n", seen);
+  pthread_barrier_wait(&freer_done);
+  return NULL;
+}
+static int free_errno_thread_state_refused(void) {
+  pthread_t threads[FREER_THREADS];
+  if (pthread_barrier_init(&freer_done, NULL, FREER_THREADS + 1) != 0) return 77;
+  for (int i = 0; i < FREER_THREADS; i++) {
+    freer_blocks[i] = malloc(i % 3 == 0 ? 100 : i % 3 == 1 ? 50000 : (size_t)4 << 20);
+    if (freer_blocks[i] == NULL) return 77;
+  }
+  for (int i = 0; i < FREER_THREADS; i++)
+    if (pthread_create(&threads[i], NULL, freer_main, &freer_blocks[i]) != 0) return 77;
+  pthread_barrier_wait(&freer_done);
+  for (int i = 0; i < FREER_THREADS; i++) pthread_join(threads[i], NULL);
+  return freer_bad < 0 ? 77 : freer_bad;
+}
+
+/* free leaves errno alone when the kernel refuses what it asks on the way
+ * (POSIX.1-2024: free does not change errno; glibc >= 2.33 keeps it).
+ * Before: the failed munmap's ENOMEM, and the failed mmap's of a thread's
+ * first free, showed through. */
+static void check_free_errno_when_the_kernel_refuses(void) {
+  API_GROUP("free keeps errno when the kernel refuses");
+  run_in_child("munmap refused under free", free_errno_munmap_refused);
+  run_in_child("mmap refused under a thread's first free", free_errno_thread_state_refused);
+}
+
+/* glibc's __libc_* names (exported, and called by some programs and
+ * preloaded tools) are the allocator's own: they must agree with the
+ * standard names. Declared here: glibc's headers do not. __libc_mallinfo
+ * was missing, so under LD_PRELOAD it described glibc's unused arena. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+extern void __libc_free(void *);
+extern int __libc_mallopt(int, int);
+extern struct mallinfo __libc_mallinfo(void);
+static void check_libc_names(void) {
+  API_GROUP("glibc's __libc_* names");
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  unsigned char *a = __libc_malloc(100);
+  CHECK(a != NULL && malloc_usable_size(a) >= 100, "__libc_malloc(100) = %p", (void *)a);
+  if (a) memset(a, 0x11, 100);
+  unsigned char *b = __libc_calloc(10, 10);
+  CHECK(b != NULL && malloc_usable_size(b) >= 100 && b[0] == 0 && b[99] == 0, "__libc_calloc(10,10) = %p", (void *)b);
+  a = __libc_realloc(a, 5000);
+  CHECK(a != NULL && a[99] == 0x11, "__libc_realloc(p, 5000) = %p", (void *)a);
+  void *c = __libc_memalign(256, 100), *d = __libc_valloc(100), *e = __libc_pvalloc(100);
+  CHECK(c != NULL && is_aligned(c, 256), "__libc_memalign(256,100) = %p", c);
+  CHECK(d != NULL && is_aligned(d, page), "__libc_valloc(100) = %p", d);
+  CHECK(e != NULL && is_aligned(e, page) && malloc_usable_size(e) >= page, "__libc_pvalloc(100) = %p", e);
+  CHECK(__libc_mallopt(M_MXFAST, 64) == mallopt(M_MXFAST, 64), "__libc_mallopt and mallopt disagree");
+  /* A 64 MiB block (glibc's mmapped chunk, above its largest dynamic
+   * threshold; libtessera's large block): both views count it. */
+  unsigned char *big = malloc((size_t)64 << 20);
+  CHECK(big != NULL, "malloc(64 MiB) failed");
+  if (big) big[0] = 1;
+  struct mallinfo2 wide = mallinfo2();
+  struct mallinfo narrow = __libc_mallinfo();
+  CHECK(narrow.hblks == (int)wide.hblks && narrow.hblkhd == (int)wide.hblkhd && wide.hblkhd >= ((size_t)64 << 20),
+        "__libc_mallinfo hblks %d hblkhd %d, mallinfo2 %zu %zu: not the same heap", narrow.hblks, narrow.hblkhd,
+        wide.hblks, wide.hblkhd);
+  free(big);
+  __libc_free(a);
+  __libc_free(b);
+  free(c);
+  __libc_free(d);
+  __libc_free(e);
+}
+
 static void check_many_live_blocks(void) {
   API_GROUP("many live blocks, contents intact");
   enum { N = 20000 };
@@ -582,6 +723,8 @@ int main(int argc, char **argv) {
   check_valloc_pvalloc();
   check_free_sized();
   check_errno_untouched();
+  check_free_errno_when_the_kernel_refuses();
+  check_libc_names();
   check_many_live_blocks();
   return api_finish(api_allocator_is_tessera() ? "api_std (libtessera)" : "api_std (other allocator)");
 }

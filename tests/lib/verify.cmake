@@ -91,6 +91,28 @@ add_test(NAME lib.cxx_replaced.static_archive
           ${CMAKE_CURRENT_BINARY_DIR}/cxx_replaced_static)
 set_tests_properties(lib.cxx_replaced.static_archive PROPERTIES TIMEOUT 120)
 
+# A C program that dlopens a C++ library (python and its C++ extension
+# modules): libstdc++ comes after libtessera, RTLD_LOCAL or RTLD_GLOBAL, and
+# a failing operator new in the library must still call its new_handler and
+# throw std::bad_alloc (nothrow forms: nullptr). It aborted before.
+add_library(verify_cxx_plugin MODULE ${CMAKE_CURRENT_SOURCE_DIR}/cxx_plugin.cpp)
+target_include_directories(verify_cxx_plugin PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(verify_cxx_plugin PRIVATE -fno-builtin)
+add_executable(verify_cxx_plugin_host ${CMAKE_CURRENT_SOURCE_DIR}/cxx_plugin_host.c)
+target_link_libraries(verify_cxx_plugin_host PRIVATE ${CMAKE_DL_LIBS})
+foreach(scope local global)
+  add_test(NAME lib.cxx_plugin_${scope}.preload
+    COMMAND verify_cxx_plugin_host $<TARGET_FILE:verify_cxx_plugin> ${scope} --expect-tessera)
+  set_tests_properties(lib.cxx_plugin_${scope}.preload PROPERTIES TIMEOUT 60
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_shared>")
+  if(TARGET tessera_secure)
+    add_test(NAME lib.cxx_plugin_${scope}.secure
+      COMMAND verify_cxx_plugin_host $<TARGET_FILE:verify_cxx_plugin> ${scope} --expect-tessera)
+    set_tests_properties(lib.cxx_plugin_${scope}.secure PROPERTIES TIMEOUT 60
+      ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
+  endif()
+endforeach()
+
 # libtessera.so dlopened at run time by a program running on glibc (the
 # plugin / Python extension case: static TLS, late initialisation).
 add_executable(verify_dlopen ${CMAKE_CURRENT_SOURCE_DIR}/verify_dlopen.c)
