@@ -9,7 +9,9 @@
  * delayed_free list (free.c). Empty pages are retired to their segment at
  * once and purged after TESSERA_PURGE_DELAY_MS (checked on slow paths, so
  * churn does not become a syscall storm). Only the owning thread touches a
- * heap, except the atomic delayed_free push and the process-wide heap list.
+ * heap, except the atomic delayed_free push, the process-wide heap list, and
+ * (under purge_lock) the purge list and, in the hardened build, the memory
+ * of kept empty pages (below).
  * Called from alloc.c/free.c (slow paths), init.c and heap_api.c. */
 #include "alloc_inline.h"
 
@@ -51,6 +53,13 @@ void tes_heaps_after_fork_child(void) {
     for (unsigned c = 0; c <= TES_CLASS_COUNT; c++) {
       tes_page_t *p = c < TES_CLASS_COUNT ? heap->queues[c].first : heap->full.first;
       for (; p != NULL; p = p->next) {
+        uintptr_t tf = atomic_load_explicit(&p->xthread_free, memory_order_relaxed);
+        if ((tf & TES_TF_MASK) == TES_TF_FREEING)
+          atomic_store_explicit(&p->xthread_free, (tf & ~TES_TF_MASK) | TES_TF_USE_DELAYED, memory_order_relaxed);
+      }
+    }
+    for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+      for (tes_page_t *p = heap->kept[c].first; p != NULL; p = p->next) {
         uintptr_t tf = atomic_load_explicit(&p->xthread_free, memory_order_relaxed);
         if ((tf & TES_TF_MASK) == TES_TF_FREEING)
           atomic_store_explicit(&p->xthread_free, (tf & ~TES_TF_MASK) | TES_TF_USE_DELAYED, memory_order_relaxed);
@@ -174,6 +183,7 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
   heap->thread_id = thread_id;
   heap->thread_default = thread_default ? thread_default : heap;
   atomic_store_explicit(&heap->purge_due, INT64_MAX, memory_order_relaxed);
+  atomic_store_explicit(&heap->kept_purge_due, INT64_MAX, memory_order_relaxed);
   heap->key = (uintptr_t)tes_random_next();
   heap->random = tes_random_next() | 1;
   tes_lock(&heaps_lock);
@@ -396,17 +406,28 @@ void tes_heap_purge_due(tes_heap_t *heap) {
  * threads that are alive but idle. Unless forced, a heap whose owner holds
  * its lock is skipped (it is on its slow path and purges by itself).
  * Returns the earliest expiry still pending (INT64_MAX: none). */
+static void kept_purge_locked(tes_heap_t *heap, int64_t now, bool force);
+
+/* The earliest of a heap's pending purges: retired pages, and (hardened
+ * build) kept pages its owner has left alone for a purge delay. */
+static int64_t heap_purge_next(const tes_heap_t *heap) {
+  int64_t due = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
+  int64_t kept = atomic_load_explicit(&heap->kept_purge_due, memory_order_relaxed);
+  return kept < due ? kept : due;
+}
+
 int64_t tes_heaps_purge(int64_t now, bool force) {
   int64_t next = INT64_MAX;
   tes_lock(&heaps_lock);
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
-    int64_t due = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
+    int64_t due = heap_purge_next(heap);
     if (force ? due != INT64_MAX : due <= now) {
       if (force) tes_lock(&heap->purge_lock);
       if (force || tes_trylock(&heap->purge_lock)) {
         purge_expired_locked(heap, now, force);
+        kept_purge_locked(heap, now, force);
         tes_unlock(&heap->purge_lock);
-        due = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
+        due = heap_purge_next(heap);
       }
     }
     if (due < next) next = due;
@@ -433,7 +454,7 @@ int64_t tes_heaps_purge_next(void) {
   int64_t next = INT64_MAX;
   tes_lock(&heaps_lock);
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
-    int64_t due = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
+    int64_t due = heap_purge_next(heap);
     if (due < next) next = due;
   }
   tes_unlock(&heaps_lock);
@@ -448,48 +469,182 @@ static void page_release(tes_heap_t *heap, tes_page_t *page) {
   tes_unlock(&heap->purge_lock);
 }
 
-#if TES_SECURE
-/* Kept empty pages (hardened build). A page whose last block is freed stays
- * in its class queue for one purge delay instead of retiring at once, up to
+/* Kept empty pages (hardened build). A page whose last block the owner
+ * frees is kept for one purge delay instead of retiring at once, up to
  * TES_KEEP_EMPTY_BYTES a heap: a program that frees a batch and allocates
  * the next gets the same pages back without carving them again, and
  * carving is the hardened build's dearest step (a shuffle and an encoded
  * link per block: 17% of bench_batch's instructions). A kept page hands its
  * blocks out in the order they were freed, as every partly used page does;
- * only fresh blocks are shuffled. The bound caps what an idle thread holds
- * (no other thread retires a heap's queued pages). The default build
- * retires at once: it carves in three instructions a block, and its bins
- * absorb this churn (keeping pages gained it nothing in bench_batch). */
+ * only fresh blocks are shuffled. The default build retires at once: it
+ * carves in three instructions a block, and its bins absorb this churn
+ * (keeping pages gained it nothing in bench_batch).
+ *
+ * Kept pages leave their class queue for the heap's kept list, which
+ * changes only under purge_lock: the owner takes a page of the class back
+ * from it (kept_take) before it asks its segments for a fresh one, and
+ * retires what is left after the delay (retire_kept) or on a collect. An
+ * owner that stops calling the allocator would keep them for good (4 MiB
+ * an idle thread: 16 threads that freed 16 MiB each and idled kept 67 MiB
+ * through malloc_trim), so another thread may give their memory back in
+ * place, under the lock (kept_purge_locked): malloc_trim and tes_collect
+ * (true) at once, the purge thread and other threads' sweeps once the
+ * owner has left them alone a further purge delay. It cannot retire them:
+ * the slice table and the segment lists are the owner's. A page purged so
+ * stays on the list with empty lists and no carved block, marked purged,
+ * and its owner carves it afresh (new keys) when it takes it back. No fast
+ * path reaches a kept page: it is off the queues and the direct table, and
+ * every block of it is free, so a free into it is a double or invalid free
+ * (the slow path judges it: a purged page has no carved block). */
 #define TES_KEEP_EMPTY_BYTES ((size_t)4 << 20)
 
+#if TES_SECURE
+static size_t page_bytes(const tes_page_t *page) { return (size_t)1 << tes_segment_of(page)->page_shift; }
+
 static bool page_keep_empty(tes_heap_t *heap, tes_page_t *page) {
-  if (page->kept_empty) return true; /* emptied again: counted already */
-  size_t bytes = (size_t)1 << tes_segment_of(page)->page_shift;
+  size_t bytes = page_bytes(page);
   if (heap->kept_bytes + bytes > TES_KEEP_EMPTY_BYTES) return false;
-  if (heap->kept_bytes == 0) {
+  tes_heap_queue_remove(heap, page); /* not its queue's head: that one is pinned */
+  /* A keeping window opens with the first page kept since the kept pages
+   * last retired (the one clock read). */
+  if (!heap->keep_open) {
     int64_t now = tes_os_clock_ms();
-    heap->keep_due = now + tes_purge_delay(now);
+    int64_t delay = tes_purge_delay(now);
+    if (delay < 0) delay = 0;
+    heap->keep_open = true;
+    heap->keep_restart = false;
+    heap->keep_due = now + delay;
+    heap->keep_purge_at = now + 2 * delay; /* others purge what the owner left alone one delay past its own retiring */
   }
-  heap->kept_bytes += bytes; /* not taken back when the page leaves by another route: errs on retiring */
-  page->kept_empty = 1;
+  bool notify = false;
+  tes_lock(&heap->purge_lock);
+  if (atomic_load_explicit(&heap->kept_purge_due, memory_order_relaxed) == INT64_MAX) {
+    atomic_store_explicit(&heap->kept_purge_due, heap->keep_purge_at, memory_order_relaxed);
+    notify = true;
+  }
+  queue_push_back(&heap->kept[page->class_index], page);
+  page->kept_empty = 1; /* under the lock: others write the bits beside it (purged, mem_zero) */
+  tes_unlock(&heap->purge_lock);
+  heap->kept_bytes += bytes;
+  if (notify) tes_purge_thread_notify();
   return true;
 }
 
-/* Due (slow path): the pages still empty retire, as they would have at
- * their last free; the others lose their mark. */
-static void retire_kept(tes_heap_t *heap, int64_t now) {
-  if (now < heap->keep_due) return;
-  heap->kept_bytes = 0;
+/* The owner: the page of class c kept last (the warmest), at the end of
+ * its class queue, or NULL. */
+static tes_page_t *kept_take(tes_heap_t *heap, unsigned c) {
+  tes_page_queue_t *q = &heap->kept[c];
+  if (q->last == NULL) return NULL; /* only this thread changes the lists */
+  bool carve = false;
+  tes_lock(&heap->purge_lock);
+  tes_page_t *page = q->last;
+  queue_unlink(q, page);
+  page->kept_empty = 0;
+  heap->kept_bytes -= page_bytes(page);
+  /* Every page kept was wanted again: the window starts again at its end
+   * (retire_kept), with no clock read here. kept_purge_due stays: others
+   * find nothing to purge, or what was kept since. */
+  if (heap->kept_bytes == 0) heap->keep_restart = true;
+  if (page->purged) {
+    /* Given back by another thread: its lists were emptied, its blocks
+     * are gone. Carved afresh, as a new page (segment state: the lock). */
+    tes_heap_fold_page(heap, page, false);
+    tes_page_init(page, tes_segment_of(page), c, page->block_size);
+    carve = true;
+  }
+  tes_unlock(&heap->purge_lock);
+  if (carve) tes_page_extend(page);
+  else tes_page_collect(page);
+  class_push_back(heap, page);
+  return page;
+}
+
+/* The owner: every kept page retires, as it would have at its last free. */
+static void kept_retire_all(tes_heap_t *heap) {
+  if (heap->kept_bytes == 0) return;
+  tes_lock(&heap->purge_lock);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
-    for (tes_page_t *page = heap->queues[c].first, *next; page != NULL; page = next) {
-      next = page->next;
-      if (!page->kept_empty) continue;
+    for (tes_page_t *page; (page = heap->kept[c].first) != NULL;) {
+      queue_unlink(&heap->kept[c], page);
       page->kept_empty = 0;
-      if (tes_page_live(page) == 0 && !page->pinned) tes_heap_page_retire(heap, page);
+      tes_heap_fold_page(heap, page, false);
+      page->in_use = 0;
+      page->in_full = 0;
+      tes_segment_page_free(heap, page); /* may free the segment */
     }
   }
-  for (tes_page_t *page = heap->full.first; page != NULL; page = page->next) page->kept_empty = 0;
+  atomic_store_explicit(&heap->kept_purge_due, INT64_MAX, memory_order_relaxed);
+  tes_unlock(&heap->purge_lock);
+  heap->kept_bytes = 0;
 }
+
+/* Due (slow path): the kept pages retire, and the window closes; but if
+ * every kept page was taken back during the window, those kept now are
+ * younger than a purge delay and get another window: a program that
+ * empties and refills its pages batch after batch keeps them (retiring
+ * them at every window's end re-carved them: under callgrind, where a
+ * window spans few rounds, bench_batch's shuffles took 57 M instructions
+ * that way, 22 M now). */
+static void retire_kept(tes_heap_t *heap, int64_t now) {
+  if (now < heap->keep_due) return;
+  if (heap->keep_restart && heap->kept_bytes != 0) {
+    int64_t delay = tes_purge_delay(now);
+    if (delay < 0) delay = 0;
+    heap->keep_restart = false;
+    heap->keep_due = now + delay;
+    heap->keep_purge_at = now + 2 * delay;
+    tes_lock(&heap->purge_lock);
+    atomic_store_explicit(&heap->kept_purge_due, heap->keep_purge_at, memory_order_relaxed);
+    tes_unlock(&heap->purge_lock);
+    tes_purge_thread_notify();
+    return;
+  }
+  kept_retire_all(heap);
+  heap->keep_open = false;
+  heap->keep_restart = false;
+}
+
+/* Blocks on a page's free list, never leaving the page (a link overwritten
+ * after its free ends the count). */
+static uint32_t kept_free_count(const tes_page_t *page) {
+  const uint8_t *lo = page->area, *hi = page->area + (size_t)page->reserved * page->block_size;
+  uint32_t n = 0;
+  for (const tes_block_t *b = page->free; b != NULL && n < page->capacity; b = tes_block_next(page, b)) {
+    if ((const uint8_t *)b < lo || (const uint8_t *)b >= hi) break;
+    n++;
+  }
+  return n;
+}
+
+/* Any thread, purge_lock held: give the memory of the heap's kept pages
+ * back (all of them when forced, else once kept_purge_due has passed). A
+ * page is emptied first (what it had on its free list leaves the blocks
+ * ever installed, so the statistics still count its allocations), then
+ * purged; its owner only ever reads it again under this lock. A page with
+ * something its owner has to look at (a block on its remote stack, a
+ * damaged link to report: invalid frees) is left to the owner. */
+static void kept_purge_locked(tes_heap_t *heap, int64_t now, bool force) {
+  int64_t due = atomic_load_explicit(&heap->kept_purge_due, memory_order_relaxed);
+  if (due == INT64_MAX || (!force && due > now)) return;
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    for (tes_page_t *page = heap->kept[c].first; page != NULL; page = page->next) {
+      if (page->purged || page->corrupt_link != NULL) continue;
+      if (tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_acquire)) != NULL) continue;
+      page->installed -= kept_free_count(page);
+      page->free = NULL;
+      page->local_free = NULL;
+      page->free_is_zero = 0;
+      page->capacity = 0; /* no block of it passes tes_secure_free_quick's capacity test */
+      page->purge_expire = force ? 0 : now; /* for tes_purge_note_retake when it is carved again */
+      tes_segment_purge_kept(page);
+    }
+  }
+  atomic_store_explicit(&heap->kept_purge_due, INT64_MAX, memory_order_relaxed);
+}
+#else
+static void kept_purge_locked(tes_heap_t *heap, int64_t now, bool force) { (void)heap, (void)now, (void)force; }
+static tes_page_t *kept_take(tes_heap_t *heap, unsigned c) { (void)heap, (void)c; return NULL; }
+static void kept_retire_all(tes_heap_t *heap) { (void)heap; }
 #endif
 
 /* Work deferred to slow paths: remote frees into full pages, due purges,
@@ -507,7 +662,7 @@ static void heap_deferred(tes_heap_t *heap) {
   }
   purge_due_at(heap, now);
 #else
-  if (heap->kept_bytes != 0) { /* one clock read for both, none when neither is pending */
+  if (heap->keep_open) { /* one clock read for both, none when neither is pending */
     int64_t now = tes_os_clock_ms();
     retire_kept(heap, now);
     purge_due_at(heap, now);
@@ -668,8 +823,16 @@ static tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
         return page;
       }
       tes_page_t *next = page->next;
+      /* The last page of the queue goes full: a kept page queues behind
+       * it first, so the head moves once (not to nothing and back). */
+      if (next == NULL) next = kept_take(heap, c);
       if (!page_to_full(heap, page)) continue; /* retry this page */
       page = next;
+    }
+    page = kept_take(heap, c);
+    if (page != NULL) {
+      if (page->free != NULL) return page;
+      continue; /* defensive: rescan the queue */
     }
     bool rescan;
     page = fresh_page(heap, c, round < FIND_PAGE_ADOPT_ROUNDS, &rescan);
@@ -761,6 +924,7 @@ void tes_heap_collect(tes_heap_t *heap, bool force) {
   if (heap->is_static) return;
   bins_flush(heap);
   tes_heap_process_delayed(heap);
+  kept_retire_all(heap);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     tes_page_t *page = heap->queues[c].first;
     while (page != NULL) {
@@ -781,6 +945,9 @@ static void heap_stop_delayed(tes_heap_t *heap) {
   for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
     for (tes_page_t *p = heap->queues[c].first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
+  /* Only this thread changes the kept lists: a walk without the lock. */
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
+    for (tes_page_t *p = heap->kept[c].first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
 }
 
 /* Detach every page from the heap's queues (for abandon and delete). */
@@ -913,9 +1080,22 @@ void tes_heap_free_all(tes_heap_t *heap) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
     for (tes_page_t *p = heap->queues[c].first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
   for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
+    for (tes_page_t *p = heap->kept[c].first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
   tes_lock(&heap->purge_lock);
   while (heap->purge.first != NULL) purge_list_remove(heap, heap->purge.first);
   purge_due_update(heap);
+  /* The kept pages go with their segments below. */
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    for (tes_page_t *p; (p = heap->kept[c].first) != NULL;) {
+      queue_unlink(&heap->kept[c], p);
+      p->kept_empty = 0;
+    }
+  }
+  atomic_store_explicit(&heap->kept_purge_due, INT64_MAX, memory_order_relaxed);
+  heap->kept_bytes = 0;
+  heap->keep_open = false;
+  heap->keep_restart = false;
   while (heap->segments != NULL) {
     tes_segment_t *seg = heap->segments;
     tes_segment_unlink(heap, seg);

@@ -141,7 +141,7 @@ struct tes_page_s {
   uint8_t free_is_zero : 1;    /* every block on `free` is zero beyond its link */
   uint8_t purge_pending : 1;   /* retired and waiting in heap's purge list */
   uint8_t purged : 1;          /* physical memory given back */
-  uint8_t kept_empty : 1;      /* secure: emptied, kept in its queue, counted in heap->kept_bytes */
+  uint8_t kept_empty : 1;      /* secure: emptied, on its heap's kept list (heap.c), counted in heap->kept_bytes */
   uint8_t index;               /* position in the segment */
   uint32_t reserved;           /* blocks that fit in the page */
   size_t block_size;
@@ -311,10 +311,23 @@ struct tes_heap_s {
   tes_page_queue_t purge;
   tes_lock_t purge_lock;
   _Atomic int64_t purge_due;
+  _Atomic int64_t kept_purge_due;       /* secure: see `kept` below */
   uint64_t slow_count;
   int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
-  size_t kept_bytes;                    /* secure: emptied pages kept in their queues since keep_due was set */
-  int64_t keep_due;                     /* secure: ms clock when those pages retire (heap.c) */
+  /* Hardened build: pages whose last block the owner freed, kept for
+   * reuse without carving (heap.c, "kept empty pages"), a list per class.
+   * Off the class queues, so no fast path reaches them; the lists change only under
+   * purge_lock (only the owner adds or removes pages), and another thread
+   * may, under that lock, give a kept page's memory back in place (it stays
+   * on its list, in use, marked purged: the owner carves it afresh when it
+   * takes it back). kept_purge_due (ms clock, INT64_MAX: nothing) says when
+   * other threads may do so, readable without the lock. */
+  tes_page_queue_t kept[TES_CLASS_COUNT];
+  size_t kept_bytes;                    /* secure, owner only: bytes of the pages on the kept list */
+  int64_t keep_due;                     /* secure, owner only: ms clock when the kept pages retire (heap.c) */
+  int64_t keep_purge_at;                /* secure, owner only: kept_purge_due for pages kept before keep_due */
+  bool keep_open;                       /* secure, owner only: keep_due is set (a page was kept since the last retiring) */
+  bool keep_restart;                    /* secure, owner only: every kept page was taken back since keep_due was set */
   struct tes_heap_s *all_next, *all_prev; /* every heap in the process */
   struct tes_heap_s *late_next, *late_prev; /* init.c: the late list (no key destructor may abandon it) */
   long late_tid;                        /* init.c: its thread's kernel id while on the late list, else 0 */
@@ -524,6 +537,7 @@ void tes_segment_free(tes_segment_t *seg);    /* all pages free; to cache or OS 
 tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind); /* fresh page */
 void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page);  /* retired page back */
 void tes_segment_purge_pages(tes_page_t *first, unsigned count); /* neighbours in one segment */
+void tes_segment_purge_kept(tes_page_t *page); /* a kept page still in use, its lists emptied (heap.c); purge_lock held */
 tes_segment_t *tes_segment_find(const void *p); /* owner of any address, or NULL */
 void tes_segmap_set(tes_segment_t *seg, bool present);
 void tes_segmap_shrink(tes_segment_t *seg, size_t new_size); /* before seg->size becomes new_size */

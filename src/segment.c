@@ -496,15 +496,18 @@ tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
 
 void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
   tes_segment_t *seg = tes_segment_of(page);
+  /* A kept page purged in place (tes_segment_purge_kept) retires clean:
+   * not dirty, no purge to schedule. */
+  bool purged = page->purged;
   page->in_use = 0;
-  page->mem_zero = 0;
+  if (!purged) page->mem_zero = 0;
 #if TES_SECURE
   page->capacity = 0; /* no block of it passes tes_secure_free_quick's capacity test */
 #endif
   page_slices_set(heap, seg, page->index, false); /* a stray free of its blocks takes the slow path */
   tes_page_set_bin(page, &tes_bin_closed);
   seg->free_mask |= (uint64_t)1 << page->index;
-  seg->dirty_mask |= (uint64_t)1 << page->index;
+  if (!purged) seg->dirty_mask |= (uint64_t)1 << page->index;
   seg->used_pages--;
   if (seg->used_pages == 0) {
     for (uint32_t i = 1; i < seg->page_count; i++) tes_heap_purge_cancel(heap, &seg->pages[i]);
@@ -519,7 +522,22 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
     heap->free_segments[seg->kind] = seg;
     seg->in_free_list = true;
   }
-  tes_heap_purge_schedule(heap, page);
+  if (!purged) tes_heap_purge_schedule(heap, page);
+}
+
+/* A kept page of an idle heap gives its memory back while it stays in use
+ * (heap.c, kept_purge_locked, which emptied its lists first: nothing of it
+ * is read again before its owner carves it afresh, tes_page_init). The
+ * heap's purge_lock is held. */
+void tes_segment_purge_kept(tes_page_t *page) {
+  tes_segment_t *seg = tes_segment_of(page);
+  size_t page_size = (size_t)1 << seg->page_shift;
+  bool zero = tes_os_purge((uint8_t *)seg + (size_t)page->index * page_size, page_size,
+                           tes_opt(TES_OPTION_PURGE_DECOMMIT) != 0);
+  page->purged = 1;
+  page->mem_zero = zero;
+  seg->purged_bytes += page_size;
+  tes_os_commit_note(-(int64_t)page_size);
 }
 
 /* Purge `count` neighbouring pages from `first` on, in one call to the OS
