@@ -20,6 +20,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define THREADS 4
@@ -182,6 +183,24 @@ static void *rdf_owner(void *arg) {
   return NULL;
 }
 
+/* Call ts_free_nolock(block) `times` times with stderr captured; true if
+ * the report of a double free came out. */
+static bool frees_report_double_free(void *block, int times) {
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  int saved = dup(2);
+  dup2(fds[1], 2);
+  close(fds[1]);
+  for (int i = 0; i < times; i++) ts_free_nolock(block);
+  dup2(saved, 2);
+  close(saved);
+  char msg[512];
+  ssize_t n = read(fds[0], msg, sizeof msg - 1);
+  msg[n > 0 ? n : 0] = 0;
+  close(fds[0]);
+  return strstr(msg, "ts_free_nolock") != NULL && strstr(msg, "double free; ignored") != NULL;
+}
+
 static int run_remote_double_free(void) {
   for (int free_predecessor = 0; free_predecessor < 2; free_predecessor++) {
     alarm(30); /* a drain that loops for ever fails here, not at the CTest timeout */
@@ -189,20 +208,7 @@ static int run_remote_double_free(void) {
     pthread_t t;
     CHECK(pthread_create(&t, NULL, rdf_owner, (void *)(uintptr_t)free_predecessor) == 0);
     pthread_barrier_wait(&rdf_gate);
-    int fds[2];
-    CHECK(pipe(fds) == 0);
-    int saved = dup(2);
-    dup2(fds[1], 2);
-    close(fds[1]);
-    ts_free_nolock(rdf_blocks[1]);
-    ts_free_nolock(rdf_blocks[1]);
-    dup2(saved, 2);
-    close(saved);
-    char msg[512];
-    ssize_t n = read(fds[0], msg, sizeof msg - 1);
-    msg[n > 0 ? n : 0] = 0;
-    close(fds[0]);
-    CHECK(strstr(msg, "ts_free_nolock") && strstr(msg, "double free; ignored"));
+    CHECK(frees_report_double_free(rdf_blocks[1], 2));
     pthread_barrier_wait(&rdf_gate);
     CHECK(pthread_join(t, NULL) == 0);
     pthread_barrier_destroy(&rdf_gate);
@@ -265,19 +271,7 @@ static int run_free_block_double_free(void) {
     if (remote_first) ts_free_nolock(fdf_block);
     pthread_barrier_wait(&fdf_gate);
     pthread_barrier_wait(&fdf_gate);
-    int fds[2];
-    CHECK(pipe(fds) == 0);
-    int saved = dup(2);
-    dup2(fds[1], 2);
-    close(fds[1]);
-    ts_free_nolock(fdf_block);
-    dup2(saved, 2);
-    close(saved);
-    char msg[512];
-    ssize_t n = read(fds[0], msg, sizeof msg - 1);
-    msg[n > 0 ? n : 0] = 0;
-    close(fds[0]);
-    CHECK(strstr(msg, "ts_free_nolock") && strstr(msg, "double free; ignored"));
+    CHECK(frees_report_double_free(fdf_block, 1));
     pthread_barrier_wait(&fdf_gate);
     CHECK(pthread_join(t, NULL) == 0);
     pthread_barrier_destroy(&fdf_gate);
