@@ -133,12 +133,19 @@ TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
    * bins hold 2-64 blocks and fill often. A small block is not read: a loop
    * of small frees with the bin full ran 1.36x the time with that read (a
    * cache miss on every cold block), so one freed again while its full bin
-   * holds it, with other frees between, is not caught here. */
-  if (tes_unlikely(block == bin->head || page->local_free == block)) {
+   * holds it, with other frees between, is not caught here, unless its
+   * page's list is empty: the push below would then write NULL over the
+   * bin's link in the block, and the pop after it read the mark at address
+   * 8 (SIGSEGV in malloc, no report: a 16-byte block freed, 63 more, then
+   * it again). The read is paid only by a page's first free since its list
+   * was last taken; with a block of the list there, the bin's pop reaches
+   * that block, finds no mark, and reports (TES_BIN_POP_OR_RETURN). */
+  tes_block_t *local = page->local_free;
+  if (tes_unlikely(block == bin->head || local == block)) {
     tes_report_double_free(page, block);
     return;
   }
-  if (page->block_size > TES_DIRECT_MAX && tes_unlikely(*tes_bin_mark(block) == (uintptr_t)bin)) {
+  if ((page->block_size > TES_DIRECT_MAX || local == NULL) && tes_unlikely(*tes_bin_mark(block) == (uintptr_t)bin)) {
     tes_free_owned_checked(page, bin, block);
     return;
   }

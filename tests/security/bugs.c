@@ -286,6 +286,19 @@ static int scenario(const char *name) {
     char *volatile a = malloc(48), *volatile b = malloc(48);
     a[0] = 1;
     b[0] = 1;
+  } else if (strcmp(name, "double_free_full_bin") == 0) {
+    /* A 16-byte block freed, 63 more of its class (its bin of 64 is then
+     * full), and the first again: it went to its page's empty list, whose
+     * NULL end overwrote its link in the bin; the malloc after the bin gave
+     * it out read the mark of a NULL head (SIGSEGV, no report). */
+    char *blocks[64];
+    for (int i = 0; i < 64; i++) blocks[i] = malloc(16);
+    for (int i = 0; i < 64; i++) free(launder(blocks[i]));
+    free(launder(blocks[0]));
+    for (int i = 0; i < 80; i++) {
+      char *volatile b = malloc(16);
+      b[0] = 1;
+    }
   } else if (strcmp(name, "double_free_deep") == 0) {
     /* 32 blocks freed, then the tenth again: 22 frees of its class came
      * after it, and a malloc in between took the last one back. */
