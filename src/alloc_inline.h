@@ -112,7 +112,7 @@ TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
     /* The default build's double-free checks, without reading the block
      * (free only writes it): a block freed twice in a row is the bin's
      * head; one freed again with other frees between is caught when the
-     * bin reaches it (tes_bin_pop, and the flush), before it is handed out
+     * bin reaches it (TES_BIN_POP_OR_RETURN, and the flush), before it is handed out
      * a second time. The mark is the bin's address in the block's second
      * word. A tail call: the fast path saves no registers. */
     tes_block_t *head = bin->head;

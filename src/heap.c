@@ -48,23 +48,21 @@ void tes_heaps_purge_locks_release(bool child) {
  * wait for that thread for ever (page_to_full, heap_stop_delayed). Put the
  * tag back to what the freer found, USE_DELAYED: the block it was handing
  * over is on the heap's delayed list or lost, never half-linked. */
+static void pages_unfreeing(tes_page_t *p) {
+  for (; p != NULL; p = p->next) {
+    uintptr_t tf = atomic_load_explicit(&p->xthread_free, memory_order_relaxed);
+    if ((tf & TES_TF_MASK) == TES_TF_FREEING)
+      atomic_store_explicit(&p->xthread_free, (tf & ~TES_TF_MASK) | TES_TF_USE_DELAYED, memory_order_relaxed);
+  }
+}
+
 void tes_heaps_after_fork_child(void) {
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
-    for (unsigned c = 0; c <= TES_CLASS_COUNT; c++) {
-      tes_page_t *p = c < TES_CLASS_COUNT ? heap->queues[c].first : heap->full.first;
-      for (; p != NULL; p = p->next) {
-        uintptr_t tf = atomic_load_explicit(&p->xthread_free, memory_order_relaxed);
-        if ((tf & TES_TF_MASK) == TES_TF_FREEING)
-          atomic_store_explicit(&p->xthread_free, (tf & ~TES_TF_MASK) | TES_TF_USE_DELAYED, memory_order_relaxed);
-      }
-    }
     for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
-      for (tes_page_t *p = heap->kept[c].first; p != NULL; p = p->next) {
-        uintptr_t tf = atomic_load_explicit(&p->xthread_free, memory_order_relaxed);
-        if ((tf & TES_TF_MASK) == TES_TF_FREEING)
-          atomic_store_explicit(&p->xthread_free, (tf & ~TES_TF_MASK) | TES_TF_USE_DELAYED, memory_order_relaxed);
-      }
+      pages_unfreeing(heap->queues[c].first);
+      pages_unfreeing(heap->kept[c].first);
     }
+    pages_unfreeing(heap->full.first);
   }
 }
 

@@ -251,6 +251,19 @@ static void list_remove_locked(tes_segment_t *seg) {
   seg->next = seg->prev = NULL;
 }
 
+/* Give back the dirty memory beyond `keep` bytes from the segment start. */
+static void purge_tail(tes_segment_t *seg, size_t keep) {
+  size_t page = tes_os_page_size();
+  keep = round_up(keep, page);
+  if (seg->dirty_end > keep + LARGE_TAIL_PURGE) {
+    size_t len = round_up(seg->dirty_end, page) - keep;
+    if (tes_os_purge((uint8_t *)seg + keep, len, true)) {
+      seg->dirty_end = keep;
+      note_purged(seg, len);
+    }
+  }
+}
+
 void tes_large_purge_tails(bool force) {
   int64_t now = 0;
   if (!force) {
@@ -258,7 +271,6 @@ void tes_large_purge_tails(bool force) {
     now = tes_os_clock_ms();
     if (now < atomic_load_explicit(&tail_list_due, memory_order_relaxed)) return;
   }
-  size_t page = tes_os_page_size();
   int64_t next = INT64_MAX;
   tes_lock(&large_lock);
   for (tes_segment_t *seg = tail_list, *after; seg != NULL; seg = after) {
@@ -270,12 +282,7 @@ void tes_large_purge_tails(bool force) {
     }
     /* The block's size cannot change under us: a realloc takes it off this
      * list under large_lock first (tail_cancel). */
-    size_t keep = round_up(seg->large_offset + seg->pages[0].block_size, page);
-    size_t end = round_up(seg->dirty_end, page);
-    if (end > keep + LARGE_TAIL_PURGE && tes_os_purge((uint8_t *)seg + keep, end - keep, true)) {
-      note_purged(seg, end - keep);
-      seg->dirty_end = keep;
-    }
+    purge_tail(seg, seg->large_offset + seg->pages[0].block_size);
     tail_unlink_locked(seg);
   }
   atomic_store_explicit(&tail_list_due, next, memory_order_relaxed);
@@ -291,19 +298,6 @@ static void tail_cancel(tes_segment_t *seg) {
   tes_lock(&large_lock);
   tail_unlink_locked(seg);
   tes_unlock(&large_lock);
-}
-
-/* Give back the dirty memory beyond `keep` bytes from the segment start. */
-static void purge_tail(tes_segment_t *seg, size_t keep) {
-  size_t page = tes_os_page_size();
-  keep = round_up(keep, page);
-  if (seg->dirty_end > keep + LARGE_TAIL_PURGE) {
-    size_t len = round_up(seg->dirty_end, page) - keep;
-    if (tes_os_purge((uint8_t *)seg + keep, len, true)) {
-      seg->dirty_end = keep;
-      note_purged(seg, len);
-    }
-  }
 }
 #endif
 
