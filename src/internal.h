@@ -184,11 +184,14 @@ struct tes_segment_s {
   size_t dirty_end;            /* bytes from the start that may be non-zero */
   size_t clean_below;          /* secure large blocks: [header, clean_below) reads as zero */
   size_t large_guard;          /* secure: offset of a guard page moved by realloc (0: none) */
-  /* Default build, a large block's segment taken from the cache with a dirty
-   * tail beyond the block: the ms clock when that tail is purged (0: none
-   * pending), and its links in large.c's list of such segments. */
+  /* A large block's segment taken from the cache with dirty memory the
+   * block does not cover (default build: a tail beyond the block; hardened
+   * build, whose blocks end at the segment's end: a front before it): the
+   * ms clock when that is purged (0: none pending), and its links in
+   * large.c's list of such segments. */
   _Atomic int64_t tail_due;
   size_t tail_bytes;           /* its length, counted in large.c's pending total */
+  size_t tail_from;            /* hardened: the offset where the waiting front starts */
   tes_segment_t *tail_next, *tail_prev;
   uintptr_t cookie;            /* secure: proves the header is ours */
   tes_segment_t *all_next, *all_prev; /* every small/medium segment (stats, visit) */
