@@ -273,7 +273,11 @@ static void purge_tail(tes_segment_t *seg, size_t keep) {
 static void purge_front(tes_segment_t *seg) {
   if (tes_os_purge((uint8_t *)seg + seg->tail_from, seg->tail_bytes, true)) {
     note_purged(seg, seg->tail_bytes);
-    if (seg->clean_below >= seg->tail_from) seg->clean_below = seg->tail_from + seg->tail_bytes;
+    /* So that the next block in this segment does not purge it again (as
+     * the purge at once did: below the front nothing is read as zero that a
+     * block placed at the segment's end could reach without clearing). */
+    size_t end = seg->tail_from + seg->tail_bytes;
+    if (seg->clean_below < end) seg->clean_below = end;
   }
 }
 #endif
