@@ -20,8 +20,9 @@
  * Results go to DIR/<UTC timestamp>/ (DIR defaults to ./bench-results) and
  * DIR/latest points at the newest. `--from DIR` rebuilds DIR's reports from
  * its results.csv: every record, under another --baseline, --metric or
- * --no-charts; an option that only shapes a run, or a baseline absent from
- * the records, is a usage error there. Exit status: 0 when the suite ran
+ * --no-charts, in DIR or, with --out OUT, in OUT (DIR left as it was); an
+ * option that only shapes a run, or a baseline absent from the records, is
+ * a usage error there. Exit status: 0 when the suite ran
  * (failed runs are results, shown in the report), 2 for a usage error, 1
  * when the results could not be read or written. */
 #define _GNU_SOURCE
@@ -67,6 +68,7 @@ typedef struct bench_config_s {
   const char *workloads;    /* comma list or NULL */
   const char *baseline;
   const char *out_root;
+  int out_given;            /* --out was given: with --from, where the rebuilt report goes */
   const char *from_dir;
   int list;
   bench_metric_t metric;
@@ -141,7 +143,9 @@ static void usage(FILE *out) {
           "  --out DIR            results root (default: bench-results); results go to\n"
           "                       DIR/<timestamp>/ and DIR/latest points at them\n"
           "  --from DIR           rebuild the report of DIR/results.csv, run nothing; with\n"
-          "                       it only --baseline, --metric and --no-charts apply\n"
+          "                       it only --baseline, --metric, --no-charts and --out apply.\n"
+          "                       The report is rewritten in DIR, or, with --out OUT, written\n"
+          "                       to OUT (with copies of the raw files) and DIR is left alone\n"
           "  --metric M           time the ratios compare: work (the workload's measured\n"
           "                       region, else wall; default), wall, or cpu (user+sys)\n"
           "  --list               list workloads, allocators and trace sets (not with --from)\n"
@@ -208,7 +212,7 @@ static int parse_threads(const char *v, bench_config_t *c) {
  * would be silently ignored there (the report covers every record). */
 static int only_for_running(const char *opt) {
   static const char *const names[] = {"--quick", "--full", "--runs", "--scale", "--timeout", "--allocators",
-                                      "--workloads", "--out", "--threads", "--allocator"};
+                                      "--workloads", "--threads", "--allocator"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!strcmp(opt, names[i])) return 1;
   return 0;
@@ -273,8 +277,12 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
           fprintf(stderr, "tessera bench: %s needs a directory, not ''\n", a);
           return -1;
         }
-        if (!strcmp(a, "--out")) c->out_root = v;
-        else c->from_dir = v;
+        if (!strcmp(a, "--out")) {
+          c->out_root = v;
+          c->out_given = 1;
+        } else {
+          c->from_dir = v;
+        }
       } else if (!strcmp(a, "--metric")) {
         if (bench_metric_parse(v, &c->metric)) {
           fprintf(stderr, "tessera bench: --metric wants work, wall or cpu, not '%s'\n", v);
@@ -816,6 +824,108 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
 /* Date of the measurement when rebuilding a report (--from), else "". */
 static char measured_date[64];
 
+/* ---- --from DIR --out OUT: a rebuilt report beside the original ---------- */
+
+/* The raw files of a results directory, copied into the --out directory of
+ * a rebuild so that it stands alone: the report's Method section points at
+ * results.csv and machine.txt, plot.py reads results.csv and
+ * rss_series.csv, and OUT can itself be given to --from. */
+static const char *const raw_files[] = {"results.csv", "machine.txt", "rss_series.csv", "failures.log"};
+
+/* Copies src to dst through a temporary file renamed over dst, so a failed
+ * copy (a full disk) never leaves half a file. Returns 0, 1 when src does
+ * not exist (the optional raw files), -1 on an error (errno set). */
+static int copy_file(const char *src, const char *dst) {
+  char tmp[PATH_MAX + 64], buf[65536];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", dst, (int)getpid()) >= (int)sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0) return errno == ENOENT ? 1 : -1;
+  int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int rc = out < 0 ? -1 : 0;
+  for (ssize_t got; rc == 0 && (got = read(in, buf, sizeof buf)) != 0;) {
+    if (got < 0) {
+      if (errno != EINTR) rc = -1;
+      continue;
+    }
+    for (ssize_t off = 0; rc == 0 && off < got;) {
+      ssize_t put = write(out, buf + off, (size_t)(got - off));
+      if (put < 0 && errno != EINTR) rc = -1;
+      else if (put > 0) off += put;
+    }
+  }
+  int saved = errno;
+  close(in);
+  if (out >= 0 && close(out) != 0 && rc == 0) rc = -1, saved = errno;
+  if (rc == 0 && rename(tmp, dst) != 0) rc = -1, saved = errno;
+  if (rc != 0 && out >= 0) unlink(tmp);
+  errno = saved;
+  return rc;
+}
+
+/* 1 when the two files hold the same bytes (both readable). */
+static int same_contents(const char *a, const char *b) {
+  FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+  int same = fa && fb;
+  while (same) {
+    int ca = getc(fa), cb = getc(fb);
+    if (ca != cb) same = 0;
+    if (ca == EOF) break;
+  }
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return same;
+}
+
+/* --from DIR --out OUT before anything is written. Sets *in_place when OUT
+ * is DIR itself. OUT may not exist yet, or be empty, or hold an earlier
+ * rebuild of the same results; one holding the results.csv of another run
+ * is refused (its raw files would be replaced by DIR's, silently). Returns
+ * 0, or 2 after a usage message. */
+static int check_rebuild_out(const char *from, const char *out, int *in_place) {
+  struct stat sf, so;
+  char theirs[PATH_MAX + 32], ours[PATH_MAX + 32];
+  *in_place = 0;
+  if (stat(out, &so) != 0) return 0; /* created when the report is written */
+  if (!S_ISDIR(so.st_mode)) {
+    fprintf(stderr, "tessera bench: --out %s is not a directory\n", out);
+    return 2;
+  }
+  if (stat(from, &sf) == 0 && sf.st_dev == so.st_dev && sf.st_ino == so.st_ino) {
+    *in_place = 1;
+    return 0;
+  }
+  snprintf(theirs, sizeof theirs, "%s/results.csv", out);
+  snprintf(ours, sizeof ours, "%s/results.csv", from);
+  if (access(theirs, F_OK) == 0 && !same_contents(theirs, ours)) {
+    fprintf(stderr, "tessera bench: --out %s holds the results of another run (its results.csv differs from %s); "
+            "give a new or empty directory\n", out, ours);
+    return 2;
+  }
+  return 0;
+}
+
+/* Creates OUT and copies DIR's raw files into it. Returns 0, or -1 after a
+ * message. */
+static int copy_raw_files(const char *from, const char *out) {
+  if (make_dirs(out)) {
+    fprintf(stderr, "tessera bench: cannot create %s: %s\n", out, strerror(errno));
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof raw_files / sizeof raw_files[0]; i++) {
+    char src[PATH_MAX + 32], dst[PATH_MAX + 32];
+    snprintf(src, sizeof src, "%s/%s", from, raw_files[i]);
+    snprintf(dst, sizeof dst, "%s/%s", out, raw_files[i]);
+    if (copy_file(src, dst) < 0) {
+      fprintf(stderr, "tessera bench: cannot copy %s to %s: %s\n", src, dst, strerror(errno));
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* Reads "key: value" from DIR/machine.txt; returns 1 when found. */
 static int read_machine_field(const char *dir, const char *key, char *out, size_t len) {
   char path[PATH_MAX + 32], line[2048];
@@ -847,10 +957,10 @@ static int baseline_missing(const bench_table_t *t, const char *baseline, const 
  * Returns the exit status: 0, 1 when the results cannot be read or the
  * reports written, 2 (nothing written) when rebuilding (--from) with a
  * --baseline absent from the records; a run checked its baseline before. */
-static int write_reports(const char *dir, const char *command, const char *baseline, int baseline_given,
-                         bench_metric_t metric, int charts_wanted, int rebuilding) {
+static int write_reports(const char *src, const char *dir, const char *command, const char *baseline,
+                         int baseline_given, bench_metric_t metric, int charts_wanted, int rebuilding) {
   char path[PATH_MAX], err[PATH_MAX + 128], machine[512], date[64];
-  snprintf(path, sizeof path, "%s/results.csv", dir);
+  snprintf(path, sizeof path, "%s/results.csv", src);
   bench_record_t *recs;
   size_t n;
   if (bench_csv_read(path, &recs, &n, err, sizeof err)) {
@@ -885,6 +995,14 @@ static int write_reports(const char *dir, const char *command, const char *basel
       free(recs);
       return 1;
     }
+  }
+  /* Every check passed: only now is anything written. A rebuild into
+   * another directory (--from DIR --out OUT) gets DIR's raw files first
+   * (plot.py reads them there) and leaves DIR as it was. */
+  if (strcmp(src, dir) && copy_raw_files(src, dir)) {
+    bench_table_free(&table);
+    free(recs);
+    return 1;
   }
   bench_table_print(stdout, &table);
   fflush(stdout);
@@ -966,7 +1084,7 @@ int cmd_bench(int argc, char **argv) {
   if (parse_args(argc, argv, &c)) return 2;
   if (c.from_dir && c.run_option) {
     fprintf(stderr, "tessera bench: %s only shapes a run of the suite, and --from runs nothing "
-            "(with --from: --baseline, --metric, --no-charts)\n", c.run_option);
+            "(with --from: --baseline, --metric, --no-charts, --out)\n", c.run_option);
     return 2;
   }
   if (check_custom_allocators(&c)) return 2;
@@ -980,19 +1098,29 @@ int cmd_bench(int argc, char **argv) {
     snprintf(command + used, sizeof command - used, " %s", argv[i]);
   }
   if (c.from_dir) {
-    /* The report names the command and date that measured (machine.txt);
-     * the rebuild is a note. */
+    /* With --out the rebuilt report goes there and DIR is only read (it may
+     * be read-only, or someone else's); without, DIR's reports are
+     * rewritten, as scripts written before --out applied here expect. */
+    const char *dst = c.from_dir;
+    int in_place = 1;
+    if (c.out_given) {
+      int rc = check_rebuild_out(c.from_dir, c.out_root, &in_place);
+      if (rc) return rc;
+      if (!in_place) dst = c.out_root;
+    }
+    /* The report names the command and date that measured
+     * (machine.txt); the rebuild is a note. */
     char original[2048];
     int found = read_machine_field(c.from_dir, "command", original, sizeof original);
     measured_date[0] = '\0';
     read_machine_field(c.from_dir, "date", measured_date, sizeof measured_date);
-    if (!found) return write_reports(c.from_dir, command, c.baseline, c.baseline_given, c.metric, c.charts, 1);
+    if (!found) return write_reports(c.from_dir, dst, command, c.baseline, c.baseline_given, c.metric, c.charts, 1);
     if (n_notes < MAX_NOTES) {
       char note[2100];
       snprintf(note, sizeof note, "report rebuilt from results.csv by: %s", command);
       notes[n_notes++] = strdup(note);
     }
-    return write_reports(c.from_dir, original, c.baseline, c.baseline_given, c.metric, c.charts, 1);
+    return write_reports(c.from_dir, dst, original, c.baseline, c.baseline_given, c.metric, c.charts, 1);
   }
 
   printf("tessera bench: %s\n", c.quick == 1 ? "quick smoke run" : c.quick == -1 ? "full suite" : "default suite");
@@ -1158,7 +1286,7 @@ int cmd_bench(int argc, char **argv) {
   fclose(failures);
   printf("%zu runs in %.0f s, %zu failed\n", done, (double)time(NULL) - suite_start, failed);
 
-  int rc = write_reports(dir, command, c.baseline, 1, c.metric, c.charts, 0);
+  int rc = write_reports(dir, dir, command, c.baseline, 1, c.metric, c.charts, 0);
   point_latest(c.out_root, stamp);
   printf("\nresults: %s/ (results.csv, results.json, report.md, machine.txt, charts)\n", dir);
   return rc ? 1 : 0;
