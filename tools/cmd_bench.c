@@ -823,6 +823,9 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
 
 /* Date of the measurement when rebuilding a report (--from), else "". */
 static char measured_date[64];
+/* The measuring machine's summary line when rebuilding (--from), else "":
+ * the machine that merely re-reports is not the one that measured. */
+static char measured_machine[512];
 
 /* ---- --from DIR --out OUT: a rebuilt report beside the original ---------- */
 
@@ -1015,7 +1018,8 @@ static int write_reports(const char *src, const char *dir, const char *command, 
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
   if (measured_date[0]) snprintf(date, sizeof date, "%s", measured_date);
-  bench_machine_summary(machine, sizeof machine);
+  if (measured_machine[0]) snprintf(machine, sizeof machine, "%s", measured_machine);
+  else bench_machine_summary(machine, sizeof machine);
   bench_report_info_t info = {command, date, machine, (const char *const *)notes, n_notes, chart_names, n_charts};
   int rc = 0;
   snprintf(path, sizeof path, "%s/report.md", dir);
@@ -1108,12 +1112,14 @@ int cmd_bench(int argc, char **argv) {
       if (rc) return rc;
       if (!in_place) dst = c.out_root;
     }
-    /* The report names the command and date that measured
+    /* The report names the command, date and machine that measured
      * (machine.txt); the rebuild is a note. */
     char original[2048];
     int found = read_machine_field(c.from_dir, "command", original, sizeof original);
     measured_date[0] = '\0';
     read_machine_field(c.from_dir, "date", measured_date, sizeof measured_date);
+    if (!read_machine_field(c.from_dir, "summary", measured_machine, sizeof measured_machine))
+      snprintf(measured_machine, sizeof measured_machine, "unknown (not in %s/machine.txt)", c.from_dir);
     if (!found) return write_reports(c.from_dir, dst, command, c.baseline, c.baseline_given, c.metric, c.charts, 1);
     if (n_notes < MAX_NOTES) {
       char note[2100];
