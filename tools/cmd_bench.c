@@ -946,6 +946,32 @@ static int read_machine_field(const char *dir, const char *key, char *out, size_
   return found;
 }
 
+/* The note a rebuild adds; an earlier rebuild's is replaced, not kept. */
+static const char rebuilt_note[] = "report rebuilt from results.csv by: ";
+
+/* Takes the notes of the report being rebuilt (DIR/report.md's "## Notes"
+ * list) into this report's: they say which allocators and rows the run
+ * skipped and why, and are kept nowhere else (results.csv has only the
+ * runs), so a rebuild dropped them. */
+static void carry_notes(const char *dir) {
+  char path[PATH_MAX + 32], line[4096];
+  snprintf(path, sizeof path, "%s/report.md", dir);
+  FILE *f = fopen(path, "r");
+  int in_notes = 0, whole = 1;
+  while (f && fgets(line, sizeof line, f)) {
+    int starts = whole; /* this chunk begins a line */
+    size_t len = strcspn(line, "\n");
+    whole = line[len] == '\n';
+    line[len] = '\0';
+    if (!starts) continue; /* the rest of an over-long line */
+    if (!strncmp(line, "## ", 3)) in_notes = !strcmp(line, "## Notes");
+    else if (in_notes && !strncmp(line, "- ", 2) && strncmp(line + 2, rebuilt_note, sizeof rebuilt_note - 1) &&
+             n_notes < MAX_NOTES)
+      notes[n_notes++] = strdup(line + 2);
+  }
+  if (f) fclose(f);
+}
+
 /* A --baseline the records do not have would give a table of n/a: refused
  * as a usage error (like a run's), naming the allocators there are. */
 static int baseline_missing(const bench_table_t *t, const char *baseline, const char *csv) {
@@ -1120,10 +1146,11 @@ int cmd_bench(int argc, char **argv) {
     read_machine_field(c.from_dir, "date", measured_date, sizeof measured_date);
     if (!read_machine_field(c.from_dir, "summary", measured_machine, sizeof measured_machine))
       snprintf(measured_machine, sizeof measured_machine, "unknown (not in %s/machine.txt)", c.from_dir);
+    carry_notes(c.from_dir);
     if (!found) return write_reports(c.from_dir, dst, command, c.baseline, c.baseline_given, c.metric, c.charts, 1);
     if (n_notes < MAX_NOTES) {
       char note[2100];
-      snprintf(note, sizeof note, "report rebuilt from results.csv by: %s", command);
+      snprintf(note, sizeof note, "%s%s", rebuilt_note, command);
       notes[n_notes++] = strdup(note);
     }
     return write_reports(c.from_dir, dst, original, c.baseline, c.baseline_given, c.metric, c.charts, 1);
