@@ -1047,12 +1047,25 @@ static int write_reports(const char *src, const char *dir, const char *command, 
   if (measured_machine[0]) snprintf(machine, sizeof machine, "%s", measured_machine);
   else bench_machine_summary(machine, sizeof machine);
   bench_report_info_t info = {command, date, machine, (const char *const *)notes, n_notes, chart_names, n_charts};
+  /* Both reports are written beside their names and renamed over them only
+   * when both are complete: a write that failed half-way (a full disk)
+   * left a truncated results.json beside a report.md already rebuilt, and
+   * the reports that were there were lost. */
   int rc = 0;
-  snprintf(path, sizeof path, "%s/report.md", dir);
-  if (bench_write_markdown(path, &table, &info)) rc = -1;
-  snprintf(path, sizeof path, "%s/results.json", dir);
-  if (bench_write_json(path, recs, n, &table, &info)) rc = -1;
-  if (rc) fprintf(stderr, "tessera bench: could not write the reports in %s\n", dir);
+  char md[PATH_MAX], md_tmp[PATH_MAX + 32], json[PATH_MAX], json_tmp[PATH_MAX + 32];
+  snprintf(md, sizeof md, "%s/report.md", dir);
+  snprintf(md_tmp, sizeof md_tmp, "%s.tmp.%d", md, (int)getpid());
+  snprintf(json, sizeof json, "%s/results.json", dir);
+  snprintf(json_tmp, sizeof json_tmp, "%s.tmp.%d", json, (int)getpid());
+  if (bench_write_markdown(md_tmp, &table, &info) || bench_write_json(json_tmp, recs, n, &table, &info) ||
+      rename(md_tmp, md) || rename(json_tmp, json))
+    rc = -1;
+  if (rc) {
+    int saved = errno;
+    unlink(md_tmp);
+    unlink(json_tmp);
+    fprintf(stderr, "tessera bench: could not write the reports in %s: %s\n", dir, strerror(saved));
+  }
   bench_table_free(&table);
   free(recs);
   return rc ? 1 : 0;

@@ -8,6 +8,8 @@
 #                                   (machine.txt), not the one that re-reports
 #   from_report.sh TESSERA notes    the notes of the run (skipped allocators,
 #                                   rows that did not run) survive a rebuild
+#   from_report.sh TESSERA atomic   a rebuild that cannot write its reports
+#                                   leaves the ones there intact
 # The results directory is written by hand: two allocators, two runs.
 set -u
 tessera=$1
@@ -110,6 +112,21 @@ notes)
   # the earlier rebuild's own note replaced, not piled up.
   "$tessera" bench --from "$tmp/o1" --no-charts >/dev/null || fail "second --from exited $?"
   check_notes "$tmp/o1"
+  ;;
+atomic)
+  # A rebuild whose write fails half-way (a file size limit here, a full
+  # disk alike) exits 1 and leaves the reports that were there intact: it
+  # left a truncated results.json beside an already rewritten report.md.
+  (cd "$dir" && md5sum -- report.md results.json >"$tmp/before.md5")
+  ( trap '' XFSZ; ulimit -f 2; "$tessera" bench --from "$dir" --baseline tessera --no-charts >/dev/null 2>"$tmp/err" )
+  rc=$?
+  cat "$tmp/err"
+  test $rc -eq 1 || fail "a failed write exited $rc, not 1"
+  grep -qF "could not write the reports in $dir: File too large" "$tmp/err" || fail "no message naming the error"
+  (cd "$dir" && md5sum -c --quiet "$tmp/before.md5") || fail "the reports were damaged by a failed rebuild"
+  test -z "$(ls "$dir" | grep tmp)" || fail "temporary files left: $(ls "$dir")"
+  "$tessera" bench --from "$dir" --baseline tessera --no-charts >/dev/null || fail "rebuild without a limit"
+  grep -q '^- Baseline: tessera$' "$dir/report.md" || fail "report.md not rebuilt"
   ;;
 *)
   fail "unknown mode $mode"
