@@ -277,6 +277,13 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
           fprintf(stderr, "tessera bench: %s needs a directory, not ''\n", a);
           return -1;
         }
+        /* Given twice, only the last counted, silently: --from A --from B
+         * reported B alone (a merge of both may well have been meant). */
+        if (!strcmp(a, "--out") ? c->out_given : c->from_dir != NULL) {
+          fprintf(stderr, "tessera bench: %s is given twice ('%s' and '%s')\n", a,
+                  !strcmp(a, "--out") ? c->out_root : c->from_dir, v);
+          return -1;
+        }
         if (!strcmp(a, "--out")) {
           c->out_root = v;
           c->out_given = 1;
