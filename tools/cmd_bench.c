@@ -1127,6 +1127,29 @@ static void on_interrupt(int sig) {
   raise(sig);
 }
 
+/* --from names a results directory; two near misses get a message that
+ * says what to give instead of "DIR/results.csv: cannot open": the
+ * results.csv file itself, and the --out root of a run (bench-results),
+ * whose newest results directory is ROOT/latest. Returns 1 after the
+ * message. */
+static int from_dir_misnamed(const char *dir) {
+  char path[PATH_MAX + 32];
+  struct stat st;
+  if (stat(dir, &st) == 0 && S_ISREG(st.st_mode)) {
+    fprintf(stderr, "tessera bench: --from wants the results directory, and %s is a file%s\n", dir,
+            strcmp(strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir, "results.csv") ? ""
+                                                                                     : " (give the directory it is in)");
+    return 1;
+  }
+  snprintf(path, sizeof path, "%s/results.csv", dir);
+  if (access(path, F_OK) == 0 || errno != ENOENT) return 0;
+  snprintf(path, sizeof path, "%s/latest/results.csv", dir);
+  if (access(path, F_OK) != 0) return 0;
+  fprintf(stderr, "tessera bench: %s has no results.csv: it is the root of the runs (--out); "
+          "the newest run is %s/latest\n", dir, dir);
+  return 1;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 int cmd_bench(int argc, char **argv) {
@@ -1147,6 +1170,7 @@ int cmd_bench(int argc, char **argv) {
     size_t used = strlen(command);
     snprintf(command + used, sizeof command - used, " %s", argv[i]);
   }
+  if (c.from_dir && from_dir_misnamed(c.from_dir)) return 1;
   if (c.from_dir) {
     /* With --out the rebuilt report goes there and DIR is only read (it may
      * be read-only, or someone else's); without, DIR's reports are

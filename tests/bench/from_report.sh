@@ -10,6 +10,8 @@
 #                                   rows that did not run) survive a rebuild
 #   from_report.sh TESSERA atomic   a rebuild that cannot write its reports
 #                                   leaves the ones there intact
+#   from_report.sh TESSERA misnamed --from given results.csv itself, or the
+#                                   root of the runs: says what to give
 # The results directory is written by hand: two allocators, two runs.
 set -u
 tessera=$1
@@ -127,6 +129,22 @@ atomic)
   test -z "$(ls "$dir" | grep tmp)" || fail "temporary files left: $(ls "$dir")"
   "$tessera" bench --from "$dir" --baseline tessera --no-charts >/dev/null || fail "rebuild without a limit"
   grep -q '^- Baseline: tessera$' "$dir/report.md" || fail "report.md not rebuilt"
+  ;;
+misnamed)
+  # The results.csv file itself, or the root of the runs: a message that
+  # says what to give (it was "DIR/results.csv: cannot open: Not a
+  # directory" / "No such file or directory").
+  msg=$("$tessera" bench --from "$dir/results.csv" --no-charts 2>&1)
+  test $? -eq 1 || fail "--from FILE exited other than 1"
+  echo "$msg" | grep -qF "tessera bench: --from wants the results directory, and $dir/results.csv is a file (give the directory it is in)" ||
+    fail "--from FILE: $msg"
+  root="$tmp/root"
+  mkdir "$root" && mv "$dir" "$root/20261122-045612" && ln -s 20261122-045612 "$root/latest"
+  msg=$("$tessera" bench --from "$root" --no-charts 2>&1)
+  test $? -eq 1 || fail "--from ROOT exited other than 1"
+  echo "$msg" | grep -qF "tessera bench: $root has no results.csv: it is the root of the runs (--out); the newest run is $root/latest" ||
+    fail "--from ROOT: $msg"
+  "$tessera" bench --from "$root/latest" --no-charts >/dev/null || fail "--from ROOT/latest"
   ;;
 *)
   fail "unknown mode $mode"
