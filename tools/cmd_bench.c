@@ -235,7 +235,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
     if (!c->run_option && only_for_running(a)) c->run_option = a;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
-      exit(0);
+      exit(tessera_stdout_status(0));
     } else if (!strcmp(a, "--quick") || !strcmp(a, "--full")) {
       if (size_option && strcmp(size_option, a)) {
         fprintf(stderr, "tessera bench: --quick and --full exclude each other\n");

@@ -914,7 +914,7 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
       }
       a->cfg.runs = (unsigned)v;
       break;
-    case 'h': lab_usage(stdout); exit(0);
+    case 'h': lab_usage(stdout); exit(tessera_stdout_status(0));
     default: return -1;  /* getopt printed why */
     }
   }
