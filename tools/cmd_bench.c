@@ -232,7 +232,22 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     double d;
-    if (!c->run_option && only_for_running(a)) c->run_option = a;
+    /* --name=value, as `tessera lab` and `tessera run` take it (getopt):
+     * --runs=3 was "unknown option --runs=3" here alone. */
+    char name[32];
+    const char *eq = !strncmp(a, "--", 2) ? strchr(a, '=') : NULL;
+    int inline_value = eq && (size_t)(eq - a) < sizeof name;
+    if (inline_value) {
+      snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+      a = name;
+      v = eq + 1;
+    }
+    if (!c->run_option && only_for_running(a)) c->run_option = argv[i];
+    if (inline_value && (!strcmp(a, "--help") || !strcmp(a, "--quick") || !strcmp(a, "--full") ||
+                         !strcmp(a, "--list") || !strcmp(a, "--no-charts"))) {
+      fprintf(stderr, "tessera bench: %s takes no value, not '%s'\n", a, v);
+      return -1;
+    }
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       exit(tessera_stdout_status(0));
@@ -252,7 +267,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
       usage(stderr);
       return -1;
     } else {
-      i++;
+      if (!inline_value) i++;
       if (!strcmp(a, "--runs")) {
         if (parse_whole(a, v, 1, 1000, &c->runs)) return -1;
         runs_given = 1;
