@@ -579,6 +579,16 @@ static int add_trace_job(const bench_config_t *c, const bench_workload_t *w, con
   return 1;
 }
 
+/* The row name of a trace set, traces-<set>, into name; returns 0 when the
+ * set cannot have one: a character the results files do not allow (a
+ * space: the set was listed by --list and silently not run), or a name too
+ * long for a row (it was cut at 50 bytes, so two sets sharing those merged
+ * into one row of the report). */
+static int trace_row_name(const char *set_dir, char *name, size_t len) {
+  const char *set = strrchr(set_dir, '/') ? strrchr(set_dir, '/') + 1 : set_dir;
+  return snprintf(name, len, "traces-%s", set) < (int)len && bench_valid_name(name);
+}
+
 static size_t build_jobs(const bench_config_t *c, bench_job_t *jobs) {
   size_t n = 0;
   const char *bin = tessera_self_dir();
@@ -589,10 +599,14 @@ static size_t build_jobs(const bench_config_t *c, bench_job_t *jobs) {
       size_t n_sets = bench_trace_sets(sets, 16);
       int any_selected = selected(c, w, w->name);
       for (size_t s = 0; s < n_sets; s++) {
-        const char *set = strrchr(sets[s], '/') ? strrchr(sets[s], '/') + 1 : sets[s];
         char name[BENCH_NAME_MAX];
-        snprintf(name, sizeof name, "traces-%.50s", set);
-        if (!bench_valid_name(name) || !(any_selected || selected(c, w, name)) || n == MAX_ROWS) continue;
+        if (!trace_row_name(sets[s], name, sizeof name)) {
+          if (any_selected)
+            add_note("trace set %s: not run: its row, traces-<set>, takes at most %d letters, digits and "
+                     "_.+-@ (rename the directory)", sets[s], BENCH_NAME_MAX - 8);
+          continue;
+        }
+        if (!(any_selected || selected(c, w, name)) || n == MAX_ROWS) continue;
         if (add_trace_job(c, w, name, sets[s], &jobs[n])) n++;
       }
       /* No shared sets: the lab's generated traces, made once the results
@@ -1112,10 +1126,13 @@ static void list_everything(const bench_config_t *c) {
   printf("\nTrace sets (rows traces-<set>):\n");
   if (n_sets == 0) printf("  none (../shared/traces is absent)\n");
   for (size_t s = 0; s < n_sets; s++) {
-    char *files[MAX_TRACE_FILES];
+    char *files[MAX_TRACE_FILES], name[BENCH_NAME_MAX];
     size_t total, nf = bench_trace_files(sets[s], files, MAX_TRACE_FILES, &total);
     for (size_t f = 0; f < nf; f++) free(files[f]);
-    if (total > nf)
+    if (!trace_row_name(sets[s], name, sizeof name))
+      printf("  %-27s %zu files in %s (not run: its row, traces-<set>, takes at most %d letters, digits and "
+             "_.+-@)\n", strrchr(sets[s], '/') + 1, total, sets[s], BENCH_NAME_MAX - 8);
+    else if (total > nf)
       printf("  traces-%-20s %zu files in %s (the first %zu by name are replayed)\n", strrchr(sets[s], '/') + 1,
              total, sets[s], nf);
     else
