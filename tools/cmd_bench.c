@@ -549,13 +549,13 @@ static void generate_traces(bench_job_t *j, const char *dir) {
     int before = j->argc;
     add_trace_files(j, out);
     if (j->argc > before) {
-      printf("traces: ../shared/traces absent; replaying the lab's generated traces (%d files in %s)\n",
-             j->argc - before, out);
+      printf("traces: no trace set in %s; replaying the lab's generated traces (%d files in %s)\n",
+             bench_traces_root(), j->argc - before, out);
       return;
     }
   }
   j->dropped = 1;
-  add_note("traces: no trace sets (../shared/traces is absent) and `tessera lab gen all` failed (see %s)", log);
+  add_note("traces: no trace set in %s and `tessera lab gen all` failed (see %s)", bench_traces_root(), log);
 }
 
 /* A trace-replay row: the replay program and the *.rep files of dir (none
@@ -1124,7 +1124,9 @@ static void list_everything(const bench_config_t *c) {
   char sets[16][PATH_MAX];
   size_t n_sets = bench_trace_sets(sets, 16);
   printf("\nTrace sets (rows traces-<set>):\n");
-  if (n_sets == 0) printf("  none (../shared/traces is absent)\n");
+  /* Name the directory looked in: with TESSERA_TRACES_DIR set it is not
+   * ../shared/traces, which the message named whatever it was. */
+  if (n_sets == 0) printf("  none in %s (replays the lab's generated traces, traces-generated)\n", bench_traces_root());
   for (size_t s = 0; s < n_sets; s++) {
     char *files[MAX_TRACE_FILES], name[BENCH_NAME_MAX];
     size_t total, nf = bench_trace_files(sets[s], files, MAX_TRACE_FILES, &total);
