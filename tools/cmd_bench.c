@@ -813,6 +813,10 @@ done:
   return rc;
 }
 
+/* How the note on a time-ratio chart left out of a rebuilt report begins
+ * (carry_notes leaves it behind: the next rebuild decides afresh). */
+static const char stale_chart_note[] = "charts: ";
+
 /* Draws the charts (when wanted) and fills the names of the chart files
  * that exist in dir. Writes charts.txt saying what was drawn or why not (the
  * tests read it); with --no-charts an existing charts.txt is left alone, so
@@ -844,13 +848,39 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         if (access(path, R_OK) == 0) fprintf(note, "drawn: %s\n", names[i]);
       }
+      /* What time_ratios.png is against, for a later --no-charts rebuild. */
+      fprintf(note, "baseline: %s\nmetric: %s\n", baseline, bench_metric_name(metric));
     }
   }
   if (note) fclose(note);
+  /* --no-charts keeps the charts there; a time-ratio chart drawn against
+   * another baseline or metric than this report's was still shown in it
+   * (a report "against jemalloc" showing "Time relative to system"). */
+  int stale_ratios = 0;
+  char drawn_baseline[256] = "", drawn_metric[256] = "";
+  if (!wanted) {
+    snprintf(path, sizeof path, "%s/charts.txt", dir);
+    FILE *f = fopen(path, "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+      line[strcspn(line, "\n")] = '\0';
+      if (!strncmp(line, "baseline: ", 10)) snprintf(drawn_baseline, sizeof drawn_baseline, "%s", line + 10);
+      else if (!strncmp(line, "metric: ", 8)) snprintf(drawn_metric, sizeof drawn_metric, "%s", line + 8);
+    }
+    if (f) fclose(f);
+    stale_ratios = drawn_baseline[0] && (strcmp(drawn_baseline, baseline) || strcmp(drawn_metric, bench_metric_name(metric)));
+  }
   size_t n = 0;
   for (size_t i = 0; i < sizeof names / sizeof names[0] && n < max; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    if (access(path, R_OK) == 0) snprintf(charts[n++], 64, "%s", names[i]);
+    if (access(path, R_OK) != 0) continue;
+    if (i == 0 && stale_ratios) {
+      add_info("%s%s (drawn against %s, %s time) is not shown: this report is against %s, %s time; rebuild "
+               "without --no-charts to redraw it", stale_chart_note, names[i], drawn_baseline, drawn_metric, baseline,
+               bench_metric_name(metric));
+      continue;
+    }
+    snprintf(charts[n++], 64, "%s", names[i]);
   }
   return n;
 }
@@ -1002,7 +1032,7 @@ static void carry_notes(const char *dir) {
     if (!starts) continue; /* the rest of an over-long line */
     if (!strncmp(line, "## ", 3)) in_notes = !strcmp(line, "## Notes");
     else if (in_notes && !strncmp(line, "- ", 2) && strncmp(line + 2, rebuilt_note, sizeof rebuilt_note - 1) &&
-             n_notes < MAX_NOTES)
+             strncmp(line + 2, stale_chart_note, sizeof stale_chart_note - 1) && n_notes < MAX_NOTES)
       notes[n_notes++] = strdup(line + 2);
   }
   if (f) fclose(f);

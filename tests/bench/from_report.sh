@@ -12,6 +12,9 @@
 #                                   leaves the ones there intact
 #   from_report.sh TESSERA misnamed --from given results.csv itself, or the
 #                                   root of the runs: says what to give
+#   from_report.sh TESSERA stale_chart  a --no-charts rebuild under another
+#                                   baseline or metric leaves the time-ratio
+#                                   chart drawn for the old one out of its report
 # The results directory is written by hand: two allocators, two runs.
 set -u
 tessera=$1
@@ -145,6 +148,26 @@ misnamed)
   echo "$msg" | grep -qF "tessera bench: $root has no results.csv: it is the root of the runs (--out); the newest run is $root/latest" ||
     fail "--from ROOT: $msg"
   "$tessera" bench --from "$root/latest" --no-charts >/dev/null || fail "--from ROOT/latest"
+  ;;
+stale_chart)
+  # Charts drawn against system; a --no-charts rebuild against tessera
+  # keeps them but leaves the time-ratio chart out of its report (it was
+  # shown, "Time relative to system" in a report against tessera), and one
+  # against system again shows it.
+  echo png >"$dir/time_ratios.png"
+  echo png >"$dir/peak_rss.png"
+  printf 'drawn: time_ratios.png\ndrawn: peak_rss.png\nbaseline: system\nmetric: work\n' >"$dir/charts.txt"
+  "$tessera" bench --from "$dir" --baseline tessera --no-charts >/dev/null || fail "--from exited $?"
+  ! grep -qF '![time_ratios.png]' "$dir/report.md" || fail "the chart against system is shown in a report against tessera"
+  grep -qF '![peak_rss.png](peak_rss.png)' "$dir/report.md" || fail "peak_rss.png left out"
+  grep -qF -- '- charts: time_ratios.png (drawn against system, work time) is not shown: this report is against tessera, work time' \
+    "$dir/report.md" || fail "no note on the chart left out"
+  "$tessera" bench --from "$dir" --metric cpu --no-charts >/dev/null || fail "--from --metric cpu exited $?"
+  ! grep -qF '![time_ratios.png]' "$dir/report.md" || fail "the work-time chart is shown in a cpu-time report"
+  test "$(grep -c -- '- charts: time_ratios.png' "$dir/report.md")" -eq 1 || fail "the chart note piled up"
+  "$tessera" bench --from "$dir" --no-charts >/dev/null || fail "--from exited $?"
+  grep -qF '![time_ratios.png](time_ratios.png)' "$dir/report.md" || fail "the chart against system is not shown"
+  ! grep -qF -- '- charts: ' "$dir/report.md" || fail "a chart note is left in a report the chart fits"
   ;;
 *)
   fail "unknown mode $mode"
