@@ -813,9 +813,11 @@ done:
   return rc;
 }
 
-/* How the note on a time-ratio chart left out of a rebuilt report begins
- * (carry_notes leaves it behind: the next rebuild decides afresh). */
+/* How the note on a time-ratio chart left out of a rebuilt report begins,
+ * and the notes on the records themselves (note_uneven_runs): carry_notes
+ * leaves them behind, as every report decides them afresh. */
 static const char stale_chart_note[] = "charts: ";
+static const char records_note[] = "records: ";
 
 /* Draws the charts (when wanted) and fills the names of the chart files
  * that exist in dir. Writes charts.txt saying what was drawn or why not (the
@@ -1032,10 +1034,55 @@ static void carry_notes(const char *dir) {
     if (!starts) continue; /* the rest of an over-long line */
     if (!strncmp(line, "## ", 3)) in_notes = !strcmp(line, "## Notes");
     else if (in_notes && !strncmp(line, "- ", 2) && strncmp(line + 2, rebuilt_note, sizeof rebuilt_note - 1) &&
-             strncmp(line + 2, stale_chart_note, sizeof stale_chart_note - 1) && n_notes < MAX_NOTES)
+             strncmp(line + 2, stale_chart_note, sizeof stale_chart_note - 1) &&
+             strncmp(line + 2, records_note, sizeof records_note - 1) && n_notes < MAX_NOTES)
       notes[n_notes++] = strdup(line + 2);
   }
   if (f) fclose(f);
+}
+
+/* qsort order of records by (workload, allocator, threads, run). */
+static int record_key_cmp(const void *pa, const void *pb) {
+  const bench_record_t *a = *(const bench_record_t *const *)pa, *b = *(const bench_record_t *const *)pb;
+  int c = strcmp(a->workload, b->workload);
+  if (!c) c = strcmp(a->allocator, b->allocator);
+  if (!c) c = (a->threads > b->threads) - (a->threads < b->threads);
+  if (!c) c = (a->run > b->run) - (a->run < b->run);
+  return c;
+}
+
+/* Notes on records that do not make one complete run of the suite, which
+ * the report otherwise takes as they come: the same (workload, allocator,
+ * threads, run) twice (results.csv files put together: the cells then mix
+ * runs of other days, or count twice the runs asked for), and cells with
+ * more runs than others (an interrupted run: rows ran under some
+ * allocators one time more). Cells whose runs were all skipped are left
+ * out: a row a program is missing for stops after its first run. */
+static void note_uneven_runs(const bench_record_t *recs, size_t n, const bench_table_t *t) {
+  const bench_record_t **sorted = malloc((n ? n : 1) * sizeof *sorted);
+  if (sorted) {
+    for (size_t i = 0; i < n; i++) sorted[i] = &recs[i];
+    qsort(sorted, n, sizeof *sorted, record_key_cmp);
+    size_t repeats = 0, first = 0;
+    for (size_t i = 1; i < n; i++)
+      if (!record_key_cmp(&sorted[i - 1], &sorted[i]) && !repeats++) first = i;
+    if (repeats)
+      add_info("%s%zu records repeat the workload, allocator, threads and run of another (first: %s under %s, "
+               "%d threads, run %d): results of several runs put together?", records_note, repeats, sorted[first]->workload,
+               sorted[first]->allocator, sorted[first]->threads, sorted[first]->run);
+    free(sorted);
+  }
+  int lo = 0, hi = 0;
+  for (size_t r = 0; r < t->n_rows; r++)
+    for (size_t a = 0; a < t->n_allocs; a++) {
+      const bench_cell_t *c = bench_cell(t, r, a);
+      if (c->runs == 0 || c->skipped == c->runs) continue;
+      if (!lo || c->runs < lo) lo = c->runs;
+      if (c->runs > hi) hi = c->runs;
+    }
+  if (lo != hi)
+    add_info("%scells have %d to %d runs (an interrupted run?): a cell's medians are over the runs it has",
+             records_note, lo, hi);
 }
 
 /* A --baseline the records do not have would give a table of n/a: refused
@@ -1091,6 +1138,7 @@ static int write_reports(const char *src, const char *dir, const char *command, 
       return 1;
     }
   }
+  note_uneven_runs(recs, n, &table);
   /* Every check passed: only now is anything written. A rebuild into
    * another directory (--from DIR --out OUT) gets DIR's raw files first
    * (plot.py reads them there) and leaves DIR as it was. */

@@ -12,6 +12,8 @@
 #                                   leaves the ones there intact
 #   from_report.sh TESSERA misnamed --from given results.csv itself, or the
 #                                   root of the runs: says what to give
+#   from_report.sh TESSERA uneven   records of an interrupted run or of runs
+#                                   put together get a note in the report
 #   from_report.sh TESSERA stale_chart  a --no-charts rebuild under another
 #                                   baseline or metric leaves the time-ratio
 #                                   chart drawn for the old one out of its report
@@ -168,6 +170,23 @@ stale_chart)
   "$tessera" bench --from "$dir" --no-charts >/dev/null || fail "--from exited $?"
   grep -qF '![time_ratios.png](time_ratios.png)' "$dir/report.md" || fail "the chart against system is not shown"
   ! grep -qF -- '- charts: ' "$dir/report.md" || fail "a chart note is left in a report the chart fits"
+  ;;
+uneven)
+  # Records that are not one complete run are said to be so in the report:
+  # they were taken as they came, silently.
+  "$tessera" bench --from "$dir" --no-charts >/dev/null || fail "--from exited $?"
+  ! grep -qF -- '- records: ' "$dir/report.md" || fail "a note on the records of a complete run"
+  # An interrupted run: system ran a third time, tessera did not.
+  echo 'single,system,1,3,0.210000,0.210000,2050,ok,0.210000,0.000000,0.200000,' >>"$dir/results.csv"
+  "$tessera" bench --from "$dir" --no-charts >/dev/null || fail "--from exited $?"
+  grep -qF -- "- records: cells have 2 to 3 runs (an interrupted run?)" "$dir/report.md" || fail "no note on uneven runs"
+  "$tessera" bench --from "$dir" --no-charts >/dev/null || fail "--from exited $?"
+  test "$(grep -c -- '- records: ' "$dir/report.md")" -eq 1 || fail "the records note piled up over rebuilds"
+  # Two results files put together: the same runs twice.
+  tail -n +2 "$dir/results.csv" >>"$dir/results.csv.more" && cat "$dir/results.csv.more" >>"$dir/results.csv"
+  "$tessera" bench --from "$dir" --no-charts >/dev/null || fail "--from exited $?"
+  grep -qF -- "- records: 5 records repeat the workload, allocator, threads and run of another (first: single under system, 1 threads, run 1)" \
+    "$dir/report.md" || fail "no note on repeated records: $(grep records: "$dir/report.md")"
   ;;
 *)
   fail "unknown mode $mode"
