@@ -1231,10 +1231,38 @@ static void list_everything(const bench_config_t *c) {
 
 /* Ctrl-C or SIGTERM: the workload (its own process group, so the terminal's
  * signal missed it) dies with us; results.csv keeps the runs so far. */
+static char interrupt_msg[2 * PATH_MAX + 160] = "\ntessera bench: interrupted; the runs so far are in results.csv\n";
+
+/* The message names the results directory and how to report what is there
+ * (no report is written after an interruption; it only said results.csv).
+ * Built before the handler is installed: the handler only writes it. */
+static void set_interrupt_msg(const char *dir) {
+  /* The command is for pasting into a shell: quoted unless plain. */
+  char quoted[2 * PATH_MAX];
+  size_t q = 0, plain = strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+-@:,=");
+  if (dir[plain] == '\0') {
+    snprintf(quoted, sizeof quoted, "%s", dir);
+  } else {
+    quoted[q++] = '\'';
+    for (const char *p = dir; *p && q + 5 < sizeof quoted; p++) {
+      if (*p == '\'') {
+        memcpy(quoted + q, "'\\''", 4);
+        q += 4;
+      } else {
+        quoted[q++] = *p;
+      }
+    }
+    quoted[q++] = '\'';
+    quoted[q] = '\0';
+  }
+  snprintf(interrupt_msg, sizeof interrupt_msg,
+           "\ntessera bench: interrupted; the runs so far are in %s/results.csv "
+           "(report them: tessera bench --from %s)\n", dir, quoted);
+}
+
 static void on_interrupt(int sig) {
   bench_kill_current();
-  static const char msg[] = "\ntessera bench: interrupted; the runs so far are in results.csv\n";
-  if (write(2, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
+  if (write(2, interrupt_msg, strlen(interrupt_msg)) < 0) { /* nothing more to do */ }
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -1381,6 +1409,7 @@ int cmd_bench(int argc, char **argv) {
   printf("\nrows: %zu, runs: %d, scale: %g, results: %s\n", n_jobs, c.runs, c.scale, dir);
   fflush(stdout);
 
+  set_interrupt_msg(dir);
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
   signal(SIGHUP, on_interrupt);
