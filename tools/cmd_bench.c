@@ -20,8 +20,9 @@
  * Results go to DIR/<UTC timestamp>/ (DIR defaults to ./bench-results) and
  * DIR/latest points at the newest. `--from DIR` rebuilds DIR's reports from
  * its results.csv: every record, under another --baseline, --metric or
- * --no-charts; an option that only shapes a run, or a baseline absent from
- * the records, is a usage error there. Exit status: 0 when the suite ran
+ * --no-charts, in DIR or, with --out OUT, in OUT (DIR left as it was); an
+ * option that only shapes a run, or a baseline absent from the records, is
+ * a usage error there. Exit status: 0 when the suite ran
  * (failed runs are results, shown in the report), 2 for a usage error, 1
  * when the results could not be read or written. */
 #define _GNU_SOURCE
@@ -67,6 +68,7 @@ typedef struct bench_config_s {
   const char *workloads;    /* comma list or NULL */
   const char *baseline;
   const char *out_root;
+  int out_given;            /* --out was given: with --from, where the rebuilt report goes */
   const char *from_dir;
   int list;
   bench_metric_t metric;
@@ -141,7 +143,9 @@ static void usage(FILE *out) {
           "  --out DIR            results root (default: bench-results); results go to\n"
           "                       DIR/<timestamp>/ and DIR/latest points at them\n"
           "  --from DIR           rebuild the report of DIR/results.csv, run nothing; with\n"
-          "                       it only --baseline, --metric and --no-charts apply\n"
+          "                       it only --baseline, --metric, --no-charts and --out apply.\n"
+          "                       The report is rewritten in DIR, or, with --out OUT, written\n"
+          "                       to OUT (with copies of the raw files) and DIR is left alone\n"
           "  --metric M           time the ratios compare: work (the workload's measured\n"
           "                       region, else wall; default), wall, or cpu (user+sys)\n"
           "  --list               list workloads, allocators and trace sets (not with --from)\n"
@@ -208,7 +212,7 @@ static int parse_threads(const char *v, bench_config_t *c) {
  * would be silently ignored there (the report covers every record). */
 static int only_for_running(const char *opt) {
   static const char *const names[] = {"--quick", "--full", "--runs", "--scale", "--timeout", "--allocators",
-                                      "--workloads", "--out", "--threads", "--allocator"};
+                                      "--workloads", "--threads", "--allocator"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (!strcmp(opt, names[i])) return 1;
   return 0;
@@ -228,10 +232,25 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     double d;
-    if (!c->run_option && only_for_running(a)) c->run_option = a;
+    /* --name=value, as `tessera lab` and `tessera run` take it (getopt):
+     * --runs=3 was "unknown option --runs=3" here alone. */
+    char name[32];
+    const char *eq = !strncmp(a, "--", 2) ? strchr(a, '=') : NULL;
+    int inline_value = eq && (size_t)(eq - a) < sizeof name;
+    if (inline_value) {
+      snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+      a = name;
+      v = eq + 1;
+    }
+    if (!c->run_option && only_for_running(a)) c->run_option = argv[i];
+    if (inline_value && (!strcmp(a, "--help") || !strcmp(a, "--quick") || !strcmp(a, "--full") ||
+                         !strcmp(a, "--list") || !strcmp(a, "--no-charts"))) {
+      fprintf(stderr, "tessera bench: %s takes no value, not '%s'\n", a, v);
+      return -1;
+    }
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
-      exit(0);
+      exit(tessera_stdout_status(0));
     } else if (!strcmp(a, "--quick") || !strcmp(a, "--full")) {
       if (size_option && strcmp(size_option, a)) {
         fprintf(stderr, "tessera bench: --quick and --full exclude each other\n");
@@ -248,7 +267,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
       usage(stderr);
       return -1;
     } else {
-      i++;
+      if (!inline_value) i++;
       if (!strcmp(a, "--runs")) {
         if (parse_whole(a, v, 1, 1000, &c->runs)) return -1;
         runs_given = 1;
@@ -273,8 +292,19 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
           fprintf(stderr, "tessera bench: %s needs a directory, not ''\n", a);
           return -1;
         }
-        if (!strcmp(a, "--out")) c->out_root = v;
-        else c->from_dir = v;
+        /* Given twice, only the last counted, silently: --from A --from B
+         * reported B alone (a merge of both may well have been meant). */
+        if (!strcmp(a, "--out") ? c->out_given : c->from_dir != NULL) {
+          fprintf(stderr, "tessera bench: %s is given twice ('%s' and '%s')\n", a,
+                  !strcmp(a, "--out") ? c->out_root : c->from_dir, v);
+          return -1;
+        }
+        if (!strcmp(a, "--out")) {
+          c->out_root = v;
+          c->out_given = 1;
+        } else {
+          c->from_dir = v;
+        }
       } else if (!strcmp(a, "--metric")) {
         if (bench_metric_parse(v, &c->metric)) {
           fprintf(stderr, "tessera bench: --metric wants work, wall or cpu, not '%s'\n", v);
@@ -519,13 +549,13 @@ static void generate_traces(bench_job_t *j, const char *dir) {
     int before = j->argc;
     add_trace_files(j, out);
     if (j->argc > before) {
-      printf("traces: ../shared/traces absent; replaying the lab's generated traces (%d files in %s)\n",
-             j->argc - before, out);
+      printf("traces: no trace set in %s; replaying the lab's generated traces (%d files in %s)\n",
+             bench_traces_root(), j->argc - before, out);
       return;
     }
   }
   j->dropped = 1;
-  add_note("traces: no trace sets (../shared/traces is absent) and `tessera lab gen all` failed (see %s)", log);
+  add_note("traces: no trace set in %s and `tessera lab gen all` failed (see %s)", bench_traces_root(), log);
 }
 
 /* A trace-replay row: the replay program and the *.rep files of dir (none
@@ -549,6 +579,16 @@ static int add_trace_job(const bench_config_t *c, const bench_workload_t *w, con
   return 1;
 }
 
+/* The row name of a trace set, traces-<set>, into name; returns 0 when the
+ * set cannot have one: a character the results files do not allow (a
+ * space: the set was listed by --list and silently not run), or a name too
+ * long for a row (it was cut at 50 bytes, so two sets sharing those merged
+ * into one row of the report). */
+static int trace_row_name(const char *set_dir, char *name, size_t len) {
+  const char *set = strrchr(set_dir, '/') ? strrchr(set_dir, '/') + 1 : set_dir;
+  return snprintf(name, len, "traces-%s", set) < (int)len && bench_valid_name(name);
+}
+
 static size_t build_jobs(const bench_config_t *c, bench_job_t *jobs) {
   size_t n = 0;
   const char *bin = tessera_self_dir();
@@ -559,10 +599,14 @@ static size_t build_jobs(const bench_config_t *c, bench_job_t *jobs) {
       size_t n_sets = bench_trace_sets(sets, 16);
       int any_selected = selected(c, w, w->name);
       for (size_t s = 0; s < n_sets; s++) {
-        const char *set = strrchr(sets[s], '/') ? strrchr(sets[s], '/') + 1 : sets[s];
         char name[BENCH_NAME_MAX];
-        snprintf(name, sizeof name, "traces-%.50s", set);
-        if (!bench_valid_name(name) || !(any_selected || selected(c, w, name)) || n == MAX_ROWS) continue;
+        if (!trace_row_name(sets[s], name, sizeof name)) {
+          if (any_selected)
+            add_note("trace set %s: not run: its row, traces-<set>, takes at most %d letters, digits and "
+                     "_.+-@ (rename the directory)", sets[s], BENCH_NAME_MAX - 8);
+          continue;
+        }
+        if (!(any_selected || selected(c, w, name)) || n == MAX_ROWS) continue;
         if (add_trace_job(c, w, name, sets[s], &jobs[n])) n++;
       }
       /* No shared sets: the lab's generated traces, made once the results
@@ -769,6 +813,12 @@ done:
   return rc;
 }
 
+/* How the note on a time-ratio chart left out of a rebuilt report begins,
+ * and the notes on the records themselves (note_uneven_runs): carry_notes
+ * leaves them behind, as every report decides them afresh. */
+static const char stale_chart_note[] = "charts: ";
+static const char records_note[] = "records: ";
+
 /* Draws the charts (when wanted) and fills the names of the chart files
  * that exist in dir. Writes charts.txt saying what was drawn or why not (the
  * tests read it); with --no-charts an existing charts.txt is left alone, so
@@ -800,13 +850,39 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         if (access(path, R_OK) == 0) fprintf(note, "drawn: %s\n", names[i]);
       }
+      /* What time_ratios.png is against, for a later --no-charts rebuild. */
+      fprintf(note, "baseline: %s\nmetric: %s\n", baseline, bench_metric_name(metric));
     }
   }
   if (note) fclose(note);
+  /* --no-charts keeps the charts there; a time-ratio chart drawn against
+   * another baseline or metric than this report's was still shown in it
+   * (a report "against jemalloc" showing "Time relative to system"). */
+  int stale_ratios = 0;
+  char drawn_baseline[256] = "", drawn_metric[256] = "";
+  if (!wanted) {
+    snprintf(path, sizeof path, "%s/charts.txt", dir);
+    FILE *f = fopen(path, "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+      line[strcspn(line, "\n")] = '\0';
+      if (!strncmp(line, "baseline: ", 10)) snprintf(drawn_baseline, sizeof drawn_baseline, "%s", line + 10);
+      else if (!strncmp(line, "metric: ", 8)) snprintf(drawn_metric, sizeof drawn_metric, "%s", line + 8);
+    }
+    if (f) fclose(f);
+    stale_ratios = drawn_baseline[0] && (strcmp(drawn_baseline, baseline) || strcmp(drawn_metric, bench_metric_name(metric)));
+  }
   size_t n = 0;
   for (size_t i = 0; i < sizeof names / sizeof names[0] && n < max; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    if (access(path, R_OK) == 0) snprintf(charts[n++], 64, "%s", names[i]);
+    if (access(path, R_OK) != 0) continue;
+    if (i == 0 && stale_ratios) {
+      add_info("%s%s (drawn against %s, %s time) is not shown: this report is against %s, %s time; rebuild "
+               "without --no-charts to redraw it", stale_chart_note, names[i], drawn_baseline, drawn_metric, baseline,
+               bench_metric_name(metric));
+      continue;
+    }
+    snprintf(charts[n++], 64, "%s", names[i]);
   }
   return n;
 }
@@ -815,6 +891,111 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
 
 /* Date of the measurement when rebuilding a report (--from), else "". */
 static char measured_date[64];
+/* The measuring machine's summary line when rebuilding (--from), else "":
+ * the machine that merely re-reports is not the one that measured. */
+static char measured_machine[512];
+
+/* ---- --from DIR --out OUT: a rebuilt report beside the original ---------- */
+
+/* The raw files of a results directory, copied into the --out directory of
+ * a rebuild so that it stands alone: the report's Method section points at
+ * results.csv and machine.txt, plot.py reads results.csv and
+ * rss_series.csv, and OUT can itself be given to --from. */
+static const char *const raw_files[] = {"results.csv", "machine.txt", "rss_series.csv", "failures.log"};
+
+/* Copies src to dst through a temporary file renamed over dst, so a failed
+ * copy (a full disk) never leaves half a file. Returns 0, 1 when src does
+ * not exist (the optional raw files), -1 on an error (errno set). */
+static int copy_file(const char *src, const char *dst) {
+  char tmp[PATH_MAX + 64], buf[65536];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", dst, (int)getpid()) >= (int)sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0) return errno == ENOENT ? 1 : -1;
+  int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int rc = out < 0 ? -1 : 0;
+  for (ssize_t got; rc == 0 && (got = read(in, buf, sizeof buf)) != 0;) {
+    if (got < 0) {
+      if (errno != EINTR) rc = -1;
+      continue;
+    }
+    for (ssize_t off = 0; rc == 0 && off < got;) {
+      ssize_t put = write(out, buf + off, (size_t)(got - off));
+      if (put < 0 && errno != EINTR) rc = -1;
+      else if (put > 0) off += put;
+    }
+  }
+  int saved = errno;
+  close(in);
+  if (out >= 0 && close(out) != 0 && rc == 0) rc = -1, saved = errno;
+  if (rc == 0 && rename(tmp, dst) != 0) rc = -1, saved = errno;
+  if (rc != 0 && out >= 0) unlink(tmp);
+  errno = saved;
+  return rc;
+}
+
+/* 1 when the two files hold the same bytes (both readable). */
+static int same_contents(const char *a, const char *b) {
+  FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+  int same = fa && fb;
+  while (same) {
+    int ca = getc(fa), cb = getc(fb);
+    if (ca != cb) same = 0;
+    if (ca == EOF) break;
+  }
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return same;
+}
+
+/* --from DIR --out OUT before anything is written. Sets *in_place when OUT
+ * is DIR itself. OUT may not exist yet, or be empty, or hold an earlier
+ * rebuild of the same results; one holding the results.csv of another run
+ * is refused (its raw files would be replaced by DIR's, silently). Returns
+ * 0, or 2 after a usage message. */
+static int check_rebuild_out(const char *from, const char *out, int *in_place) {
+  struct stat sf, so;
+  char theirs[PATH_MAX + 32], ours[PATH_MAX + 32];
+  *in_place = 0;
+  if (stat(out, &so) != 0) return 0; /* created when the report is written */
+  if (!S_ISDIR(so.st_mode)) {
+    fprintf(stderr, "tessera bench: --out %s is not a directory\n", out);
+    return 2;
+  }
+  if (stat(from, &sf) == 0 && sf.st_dev == so.st_dev && sf.st_ino == so.st_ino) {
+    *in_place = 1;
+    return 0;
+  }
+  snprintf(theirs, sizeof theirs, "%s/results.csv", out);
+  snprintf(ours, sizeof ours, "%s/results.csv", from);
+  if (access(theirs, F_OK) == 0 && !same_contents(theirs, ours)) {
+    fprintf(stderr, "tessera bench: --out %s holds the results of another run (its results.csv differs from %s); "
+            "give a new or empty directory\n", out, ours);
+    return 2;
+  }
+  return 0;
+}
+
+/* Creates OUT and copies DIR's raw files into it. Returns 0, or -1 after a
+ * message. */
+static int copy_raw_files(const char *from, const char *out) {
+  if (make_dirs(out)) {
+    fprintf(stderr, "tessera bench: cannot create %s: %s\n", out, strerror(errno));
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof raw_files / sizeof raw_files[0]; i++) {
+    char src[PATH_MAX + 32], dst[PATH_MAX + 32];
+    snprintf(src, sizeof src, "%s/%s", from, raw_files[i]);
+    snprintf(dst, sizeof dst, "%s/%s", out, raw_files[i]);
+    if (copy_file(src, dst) < 0) {
+      fprintf(stderr, "tessera bench: cannot copy %s to %s: %s\n", src, dst, strerror(errno));
+      return -1;
+    }
+  }
+  return 0;
+}
 
 /* Reads "key: value" from DIR/machine.txt; returns 1 when found. */
 static int read_machine_field(const char *dir, const char *key, char *out, size_t len) {
@@ -833,6 +1014,77 @@ static int read_machine_field(const char *dir, const char *key, char *out, size_
   return found;
 }
 
+/* The note a rebuild adds; an earlier rebuild's is replaced, not kept. */
+static const char rebuilt_note[] = "report rebuilt from results.csv by: ";
+
+/* Takes the notes of the report being rebuilt (DIR/report.md's "## Notes"
+ * list) into this report's: they say which allocators and rows the run
+ * skipped and why, and are kept nowhere else (results.csv has only the
+ * runs), so a rebuild dropped them. */
+static void carry_notes(const char *dir) {
+  char path[PATH_MAX + 32], line[4096];
+  snprintf(path, sizeof path, "%s/report.md", dir);
+  FILE *f = fopen(path, "r");
+  int in_notes = 0, whole = 1;
+  while (f && fgets(line, sizeof line, f)) {
+    int starts = whole; /* this chunk begins a line */
+    size_t len = strcspn(line, "\n");
+    whole = line[len] == '\n';
+    line[len] = '\0';
+    if (!starts) continue; /* the rest of an over-long line */
+    if (!strncmp(line, "## ", 3)) in_notes = !strcmp(line, "## Notes");
+    else if (in_notes && !strncmp(line, "- ", 2) && strncmp(line + 2, rebuilt_note, sizeof rebuilt_note - 1) &&
+             strncmp(line + 2, stale_chart_note, sizeof stale_chart_note - 1) &&
+             strncmp(line + 2, records_note, sizeof records_note - 1) && n_notes < MAX_NOTES)
+      notes[n_notes++] = strdup(line + 2);
+  }
+  if (f) fclose(f);
+}
+
+/* qsort order of records by (workload, allocator, threads, run). */
+static int record_key_cmp(const void *pa, const void *pb) {
+  const bench_record_t *a = *(const bench_record_t *const *)pa, *b = *(const bench_record_t *const *)pb;
+  int c = strcmp(a->workload, b->workload);
+  if (!c) c = strcmp(a->allocator, b->allocator);
+  if (!c) c = (a->threads > b->threads) - (a->threads < b->threads);
+  if (!c) c = (a->run > b->run) - (a->run < b->run);
+  return c;
+}
+
+/* Notes on records that do not make one complete run of the suite, which
+ * the report otherwise takes as they come: the same (workload, allocator,
+ * threads, run) twice (results.csv files put together: the cells then mix
+ * runs of other days, or count twice the runs asked for), and cells with
+ * more runs than others (an interrupted run: rows ran under some
+ * allocators one time more). Cells whose runs were all skipped are left
+ * out: a row a program is missing for stops after its first run. */
+static void note_uneven_runs(const bench_record_t *recs, size_t n, const bench_table_t *t) {
+  const bench_record_t **sorted = malloc((n ? n : 1) * sizeof *sorted);
+  if (sorted) {
+    for (size_t i = 0; i < n; i++) sorted[i] = &recs[i];
+    qsort(sorted, n, sizeof *sorted, record_key_cmp);
+    size_t repeats = 0, first = 0;
+    for (size_t i = 1; i < n; i++)
+      if (!record_key_cmp(&sorted[i - 1], &sorted[i]) && !repeats++) first = i;
+    if (repeats)
+      add_info("%s%zu records repeat the workload, allocator, threads and run of another (first: %s under %s, "
+               "%d threads, run %d): results of several runs put together?", records_note, repeats, sorted[first]->workload,
+               sorted[first]->allocator, sorted[first]->threads, sorted[first]->run);
+    free(sorted);
+  }
+  int lo = 0, hi = 0;
+  for (size_t r = 0; r < t->n_rows; r++)
+    for (size_t a = 0; a < t->n_allocs; a++) {
+      const bench_cell_t *c = bench_cell(t, r, a);
+      if (c->runs == 0 || c->skipped == c->runs) continue;
+      if (!lo || c->runs < lo) lo = c->runs;
+      if (c->runs > hi) hi = c->runs;
+    }
+  if (lo != hi)
+    add_info("%scells have %d to %d runs (an interrupted run?): a cell's medians are over the runs it has",
+             records_note, lo, hi);
+}
+
 /* A --baseline the records do not have would give a table of n/a: refused
  * as a usage error (like a run's), naming the allocators there are. */
 static int baseline_missing(const bench_table_t *t, const char *baseline, const char *csv) {
@@ -847,10 +1099,10 @@ static int baseline_missing(const bench_table_t *t, const char *baseline, const 
  * Returns the exit status: 0, 1 when the results cannot be read or the
  * reports written, 2 (nothing written) when rebuilding (--from) with a
  * --baseline absent from the records; a run checked its baseline before. */
-static int write_reports(const char *dir, const char *command, const char *baseline, int baseline_given,
-                         bench_metric_t metric, int charts_wanted, int rebuilding) {
+static int write_reports(const char *src, const char *dir, const char *command, const char *baseline,
+                         int baseline_given, bench_metric_t metric, int charts_wanted, int rebuilding) {
   char path[PATH_MAX], err[PATH_MAX + 128], machine[512], date[64];
-  snprintf(path, sizeof path, "%s/results.csv", dir);
+  snprintf(path, sizeof path, "%s/results.csv", src);
   bench_record_t *recs;
   size_t n;
   if (bench_csv_read(path, &recs, &n, err, sizeof err)) {
@@ -886,6 +1138,15 @@ static int write_reports(const char *dir, const char *command, const char *basel
       return 1;
     }
   }
+  note_uneven_runs(recs, n, &table);
+  /* Every check passed: only now is anything written. A rebuild into
+   * another directory (--from DIR --out OUT) gets DIR's raw files first
+   * (plot.py reads them there) and leaves DIR as it was. */
+  if (strcmp(src, dir) && copy_raw_files(src, dir)) {
+    bench_table_free(&table);
+    free(recs);
+    return 1;
+  }
   bench_table_print(stdout, &table);
   fflush(stdout);
 
@@ -897,14 +1158,28 @@ static int write_reports(const char *dir, const char *command, const char *basel
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
   if (measured_date[0]) snprintf(date, sizeof date, "%s", measured_date);
-  bench_machine_summary(machine, sizeof machine);
+  if (measured_machine[0]) snprintf(machine, sizeof machine, "%s", measured_machine);
+  else bench_machine_summary(machine, sizeof machine);
   bench_report_info_t info = {command, date, machine, (const char *const *)notes, n_notes, chart_names, n_charts};
+  /* Both reports are written beside their names and renamed over them only
+   * when both are complete: a write that failed half-way (a full disk)
+   * left a truncated results.json beside a report.md already rebuilt, and
+   * the reports that were there were lost. */
   int rc = 0;
-  snprintf(path, sizeof path, "%s/report.md", dir);
-  if (bench_write_markdown(path, &table, &info)) rc = -1;
-  snprintf(path, sizeof path, "%s/results.json", dir);
-  if (bench_write_json(path, recs, n, &table, &info)) rc = -1;
-  if (rc) fprintf(stderr, "tessera bench: could not write the reports in %s\n", dir);
+  char md[PATH_MAX], md_tmp[PATH_MAX + 32], json[PATH_MAX], json_tmp[PATH_MAX + 32];
+  snprintf(md, sizeof md, "%s/report.md", dir);
+  snprintf(md_tmp, sizeof md_tmp, "%s.tmp.%d", md, (int)getpid());
+  snprintf(json, sizeof json, "%s/results.json", dir);
+  snprintf(json_tmp, sizeof json_tmp, "%s.tmp.%d", json, (int)getpid());
+  if (bench_write_markdown(md_tmp, &table, &info) || bench_write_json(json_tmp, recs, n, &table, &info) ||
+      rename(md_tmp, md) || rename(json_tmp, json))
+    rc = -1;
+  if (rc) {
+    int saved = errno;
+    unlink(md_tmp);
+    unlink(json_tmp);
+    fprintf(stderr, "tessera bench: could not write the reports in %s: %s\n", dir, strerror(saved));
+  }
   bench_table_free(&table);
   free(recs);
   return rc ? 1 : 0;
@@ -927,12 +1202,17 @@ static void list_everything(const bench_config_t *c) {
   char sets[16][PATH_MAX];
   size_t n_sets = bench_trace_sets(sets, 16);
   printf("\nTrace sets (rows traces-<set>):\n");
-  if (n_sets == 0) printf("  none (../shared/traces is absent)\n");
+  /* Name the directory looked in: with TESSERA_TRACES_DIR set it is not
+   * ../shared/traces, which the message named whatever it was. */
+  if (n_sets == 0) printf("  none in %s (replays the lab's generated traces, traces-generated)\n", bench_traces_root());
   for (size_t s = 0; s < n_sets; s++) {
-    char *files[MAX_TRACE_FILES];
+    char *files[MAX_TRACE_FILES], name[BENCH_NAME_MAX];
     size_t total, nf = bench_trace_files(sets[s], files, MAX_TRACE_FILES, &total);
     for (size_t f = 0; f < nf; f++) free(files[f]);
-    if (total > nf)
+    if (!trace_row_name(sets[s], name, sizeof name))
+      printf("  %-27s %zu files in %s (not run: its row, traces-<set>, takes at most %d letters, digits and "
+             "_.+-@)\n", strrchr(sets[s], '/') + 1, total, sets[s], BENCH_NAME_MAX - 8);
+    else if (total > nf)
       printf("  traces-%-20s %zu files in %s (the first %zu by name are replayed)\n", strrchr(sets[s], '/') + 1,
              total, sets[s], nf);
     else
@@ -951,12 +1231,63 @@ static void list_everything(const bench_config_t *c) {
 
 /* Ctrl-C or SIGTERM: the workload (its own process group, so the terminal's
  * signal missed it) dies with us; results.csv keeps the runs so far. */
+static char interrupt_msg[2 * PATH_MAX + 160] = "\ntessera bench: interrupted; the runs so far are in results.csv\n";
+
+/* The message names the results directory and how to report what is there
+ * (no report is written after an interruption; it only said results.csv).
+ * Built before the handler is installed: the handler only writes it. */
+static void set_interrupt_msg(const char *dir) {
+  /* The command is for pasting into a shell: quoted unless plain. */
+  char quoted[2 * PATH_MAX];
+  size_t q = 0, plain = strspn(dir, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+-@:,=");
+  if (dir[plain] == '\0') {
+    snprintf(quoted, sizeof quoted, "%s", dir);
+  } else {
+    quoted[q++] = '\'';
+    for (const char *p = dir; *p && q + 5 < sizeof quoted; p++) {
+      if (*p == '\'') {
+        memcpy(quoted + q, "'\\''", 4);
+        q += 4;
+      } else {
+        quoted[q++] = *p;
+      }
+    }
+    quoted[q++] = '\'';
+    quoted[q] = '\0';
+  }
+  snprintf(interrupt_msg, sizeof interrupt_msg,
+           "\ntessera bench: interrupted; the runs so far are in %s/results.csv "
+           "(report them: tessera bench --from %s)\n", dir, quoted);
+}
+
 static void on_interrupt(int sig) {
   bench_kill_current();
-  static const char msg[] = "\ntessera bench: interrupted; the runs so far are in results.csv\n";
-  if (write(2, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
+  if (write(2, interrupt_msg, strlen(interrupt_msg)) < 0) { /* nothing more to do */ }
   signal(sig, SIG_DFL);
   raise(sig);
+}
+
+/* --from names a results directory; two near misses get a message that
+ * says what to give instead of "DIR/results.csv: cannot open": the
+ * results.csv file itself, and the --out root of a run (bench-results),
+ * whose newest results directory is ROOT/latest. Returns 1 after the
+ * message. */
+static int from_dir_misnamed(const char *dir) {
+  char path[PATH_MAX + 32];
+  struct stat st;
+  if (stat(dir, &st) == 0 && S_ISREG(st.st_mode)) {
+    fprintf(stderr, "tessera bench: --from wants the results directory, and %s is a file%s\n", dir,
+            strcmp(strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir, "results.csv") ? ""
+                                                                                     : " (give the directory it is in)");
+    return 1;
+  }
+  snprintf(path, sizeof path, "%s/results.csv", dir);
+  if (access(path, F_OK) == 0 || errno != ENOENT) return 0;
+  snprintf(path, sizeof path, "%s/latest/results.csv", dir);
+  if (access(path, F_OK) != 0) return 0;
+  fprintf(stderr, "tessera bench: %s has no results.csv: it is the root of the runs (--out); "
+          "the newest run is %s/latest\n", dir, dir);
+  return 1;
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -966,7 +1297,7 @@ int cmd_bench(int argc, char **argv) {
   if (parse_args(argc, argv, &c)) return 2;
   if (c.from_dir && c.run_option) {
     fprintf(stderr, "tessera bench: %s only shapes a run of the suite, and --from runs nothing "
-            "(with --from: --baseline, --metric, --no-charts)\n", c.run_option);
+            "(with --from: --baseline, --metric, --no-charts, --out)\n", c.run_option);
     return 2;
   }
   if (check_custom_allocators(&c)) return 2;
@@ -979,20 +1310,34 @@ int cmd_bench(int argc, char **argv) {
     size_t used = strlen(command);
     snprintf(command + used, sizeof command - used, " %s", argv[i]);
   }
+  if (c.from_dir && from_dir_misnamed(c.from_dir)) return 1;
   if (c.from_dir) {
-    /* The report names the command and date that measured (machine.txt);
-     * the rebuild is a note. */
+    /* With --out the rebuilt report goes there and DIR is only read (it may
+     * be read-only, or someone else's); without, DIR's reports are
+     * rewritten, as scripts written before --out applied here expect. */
+    const char *dst = c.from_dir;
+    int in_place = 1;
+    if (c.out_given) {
+      int rc = check_rebuild_out(c.from_dir, c.out_root, &in_place);
+      if (rc) return rc;
+      if (!in_place) dst = c.out_root;
+    }
+    /* The report names the command, date and machine that measured
+     * (machine.txt); the rebuild is a note. */
     char original[2048];
     int found = read_machine_field(c.from_dir, "command", original, sizeof original);
     measured_date[0] = '\0';
     read_machine_field(c.from_dir, "date", measured_date, sizeof measured_date);
-    if (!found) return write_reports(c.from_dir, command, c.baseline, c.baseline_given, c.metric, c.charts, 1);
+    if (!read_machine_field(c.from_dir, "summary", measured_machine, sizeof measured_machine))
+      snprintf(measured_machine, sizeof measured_machine, "unknown (not in %s/machine.txt)", c.from_dir);
+    carry_notes(c.from_dir);
+    if (!found) return write_reports(c.from_dir, dst, command, c.baseline, c.baseline_given, c.metric, c.charts, 1);
     if (n_notes < MAX_NOTES) {
       char note[2100];
-      snprintf(note, sizeof note, "report rebuilt from results.csv by: %s", command);
+      snprintf(note, sizeof note, "%s%s", rebuilt_note, command);
       notes[n_notes++] = strdup(note);
     }
-    return write_reports(c.from_dir, original, c.baseline, c.baseline_given, c.metric, c.charts, 1);
+    return write_reports(c.from_dir, dst, original, c.baseline, c.baseline_given, c.metric, c.charts, 1);
   }
 
   printf("tessera bench: %s\n", c.quick == 1 ? "quick smoke run" : c.quick == -1 ? "full suite" : "default suite");
@@ -1064,6 +1409,7 @@ int cmd_bench(int argc, char **argv) {
   printf("\nrows: %zu, runs: %d, scale: %g, results: %s\n", n_jobs, c.runs, c.scale, dir);
   fflush(stdout);
 
+  set_interrupt_msg(dir);
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
   signal(SIGHUP, on_interrupt);
@@ -1158,7 +1504,7 @@ int cmd_bench(int argc, char **argv) {
   fclose(failures);
   printf("%zu runs in %.0f s, %zu failed\n", done, (double)time(NULL) - suite_start, failed);
 
-  int rc = write_reports(dir, command, c.baseline, 1, c.metric, c.charts, 0);
+  int rc = write_reports(dir, dir, command, c.baseline, 1, c.metric, c.charts, 0);
   point_latest(c.out_root, stamp);
   printf("\nresults: %s/ (results.csv, results.json, report.md, machine.txt, charts)\n", dir);
   return rc ? 1 : 0;

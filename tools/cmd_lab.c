@@ -172,16 +172,41 @@ static int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 
 /* ---- tessera lab gen ---------------------------------------------------------- */
 
+/* Writes the trace. A regular file (or a new one) is written beside its
+ * final name and renamed over it only when complete: a write that failed
+ * half-way (a full disk, a file size limit) left a truncated trace in place
+ * of the one there before, exit 2 but the old file gone. Anything else
+ * (-, /dev/stdout, a FIFO) is written as it is, since it cannot be renamed
+ * over; a symbolic link to a file has its target replaced, not the link. */
 static int write_text(const char *path, const char *text, size_t len) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "wb") : stdout;
+  char target[PATH_MAX], tmp[PATH_MAX + 32];
+  struct stat st;
+  int direct = !strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
+  const char *dest = path;
+  if (!direct && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    if (!realpath(path, target)) {
+      fprintf(stderr, "tessera lab gen: %s: %s\n", path, strerror(errno));
+      return -1;
+    }
+    dest = target;
+  }
+  if (!direct && snprintf(tmp, sizeof tmp, "%s.tmp.%d", dest, (int)getpid()) >= (int)sizeof tmp) {
+    fprintf(stderr, "tessera lab gen: %s: %s\n", path, strerror(ENAMETOOLONG));
+    return -1;
+  }
+  const char *open_path = direct ? path : tmp;
+  FILE *f = !strcmp(path, "-") ? stdout : fopen(open_path, "wb");
   if (!f) {
     fprintf(stderr, "tessera lab gen: %s: %s\n", path, strerror(errno));
     return -1;
   }
   size_t put = fwrite(text, 1, len, f);
   int rc = (put == len && fflush(f) == 0) ? 0 : -1;
-  if (f != stdout && fclose(f) != 0) rc = -1;
-  if (rc) fprintf(stderr, "tessera lab gen: %s: write failed: %s\n", path, strerror(errno));
+  int saved = errno;
+  if (f != stdout && fclose(f) != 0 && rc == 0) rc = -1, saved = errno;
+  if (rc == 0 && !direct && rename(tmp, dest) != 0) rc = -1, saved = errno;
+  if (rc && !direct) unlink(tmp);
+  if (rc) fprintf(stderr, "tessera lab gen: %s: write failed: %s\n", path, strerror(saved));
   return rc;
 }
 
@@ -237,7 +262,14 @@ static int cmd_lab_gen(int argc, char **argv) {
       if (parse_count(optarg, 1, 1024, &v)) goto bad_value;
       params.chains = (unsigned)v;
       break;
-    case 'o': output = optarg; break;
+    case 'o':
+      /* -o a -o b wrote only b, silently; which one was meant is unknown. */
+      if (output) {
+        fprintf(stderr, "tessera lab gen: -o is given twice ('%s' and '%s')\n", output, optarg);
+        return 2;
+      }
+      output = optarg;
+      break;
     case 'h': gen_usage(stdout); return 0;
     default: gen_usage(stderr); return 2;
     }
@@ -882,7 +914,7 @@ static int parse_args(int argc, char **argv, lab_args_t *a) {
       }
       a->cfg.runs = (unsigned)v;
       break;
-    case 'h': lab_usage(stdout); exit(0);
+    case 'h': lab_usage(stdout); exit(tessera_stdout_status(0));
     default: return -1;  /* getopt printed why */
     }
   }

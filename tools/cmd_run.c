@@ -74,14 +74,23 @@ static int parse_run_args(int argc, char **argv, run_args_t *args) {
     else if (!strcmp(a, "--heap-report")) args->heap_report = true;
     else if (!strcmp(a, "--secure")) args->secure = true;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) args->help = true;
-    else if (!strcmp(a, "--lib")) {
-      if (i + 1 >= argc) {
+    else if (!strcmp(a, "--lib") || !strncmp(a, "--lib=", 6)) {
+      if (a[5] == '\0' && i + 1 >= argc) {
         fprintf(stderr, "tessera run: --lib needs a PATH\n");
         return 2;
       }
-      args->lib = argv[++i];
-    } else if (!strncmp(a, "--lib=", 6)) {
-      args->lib = a + 6;
+      const char *lib = a[5] == '=' ? a + 6 : argv[++i];
+      /* Given twice, the last one was preloaded, silently; '' was "cannot
+       * read the library : No such file or directory". */
+      if (args->lib) {
+        fprintf(stderr, "tessera run: --lib is given twice ('%s' and '%s')\n", args->lib, lib);
+        return 2;
+      }
+      if (!*lib) {
+        fprintf(stderr, "tessera run: --lib needs a PATH, not ''\n");
+        return 2;
+      }
+      args->lib = lib;
     } else if (a[0] == '-') {
       fprintf(stderr, "tessera run: unknown option '%s' (see tessera run --help)\n", a);
       return 2;

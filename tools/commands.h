@@ -12,4 +12,10 @@ int cmd_bench(int argc, char **argv);  /* tools/cmd_bench.c — allocator compar
  * such as libtessera.so and the bench programs). Never NULL; no trailing '/'. */
 const char *tessera_self_dir(void);
 
+/* Exit status of a command whose work is done, once standard output is
+ * checked: status, or 2 after a message when status is 0 and what was
+ * printed (a table, a listing, --help) did not all reach standard output
+ * (a full disk, a closed pipe). For commands that exit early (--help). */
+int tessera_stdout_status(int status);
+
 #endif

@@ -3,6 +3,7 @@
  * prints its own --help. */
 #include "commands.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +39,19 @@ const char *tessera_self_dir(void) {
   return self_dir;
 }
 
+/* Output lost on a full disk or a closed pipe is an error, not a silent
+ * success: `tessera bench --list > list.txt` exited 0 with list.txt cut
+ * short, as did the table of `bench --from` and every --help. (`lab`
+ * checks its own results and reports them as such, exit 2.) */
+int tessera_stdout_status(int status) {
+  errno = 0;
+  int flushed = fflush(stdout) == 0;
+  int err = errno;
+  if (status != 0 || (flushed && !ferror(stdout))) return status;
+  fprintf(stderr, "tessera: cannot write to standard output%s%s\n", err ? ": " : "", err ? strerror(err) : "");
+  return 2;
+}
+
 static void usage(FILE *out) {
   fprintf(out,
           "usage: tessera COMMAND [OPTIONS] [ARGS...]\n"
@@ -58,15 +72,15 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);
-    return 0;
+    return tessera_stdout_status(0);
   }
   if (!strcmp(argv[1], "--version")) {
     printf("tessera %s\n", TESSERA_VERSION);
-    return 0;
+    return tessera_stdout_status(0);
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(argv[1], commands[i].name))
-      return commands[i].run(argc - 1, argv + 1);
+      return tessera_stdout_status(commands[i].run(argc - 1, argv + 1));
   fprintf(stderr, "tessera: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;

@@ -186,11 +186,16 @@ size_t bench_trace_files(const char *dir, char **files, size_t max, size_t *tota
   return kept;
 }
 
-size_t bench_trace_sets(char dirs[][PATH_MAX], size_t max) {
-  char root[PATH_MAX];
+const char *bench_traces_root(void) {
+  static char root[PATH_MAX];
   const char *env = getenv("TESSERA_TRACES_DIR");
   if (env && *env) snprintf(root, sizeof root, "%s", env);
   else snprintf(root, sizeof root, "%s/../shared/traces", bench_source_dir());
+  return root;
+}
+
+size_t bench_trace_sets(char dirs[][PATH_MAX], size_t max) {
+  const char *root = bench_traces_root();
   DIR *d = opendir(root);
   if (!d) return 0;
   /* Every set, then the first max by name (as for the files of a set:

@@ -62,6 +62,9 @@ int bench_workload_program(const char *bin_dir, const bench_workload_t *w, char 
  * source tree) holding *.rep files. Returns the number of sets found, each
  * set's directory in dirs[i] (capacity max). */
 size_t bench_trace_sets(char dirs[][PATH_MAX], size_t max);
+/* Where bench_trace_sets looks: $TESSERA_TRACES_DIR, else ../shared/traces
+ * beside the source tree (for messages that name it). */
+const char *bench_traces_root(void);
 
 /* The *.rep files of one set, sorted, malloc'd strings in files[] (capacity
  * max): the first max by name when there are more. Returns the count kept;

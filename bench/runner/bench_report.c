@@ -346,7 +346,10 @@ int bench_write_markdown(const char *path, const bench_table_t *t, const bench_r
              "every allocator, allocator order rotated) so machine drift hits all alike. CPU time and "
              "peak RSS come from `wait4`; wall time from the monotonic clock. Raw runs: `results.csv`, "
              "`results.json`; machine: `machine.txt`.\n");
-  return fclose(f) == 0 ? 0 : -1;
+  /* A write that failed before the last (a full disk, a file size limit)
+   * sets the stream's error flag, which fclose does not report. */
+  int failed = ferror(f);
+  return fclose(f) == 0 && !failed ? 0 : -1;
 }
 
 /* Length of the well-formed UTF-8 sequence at s (1-4), or 0 when the bytes
@@ -507,5 +510,8 @@ int bench_write_json(const char *path, const bench_record_t *recs, size_t n, con
     fprintf(f, "}}%s\n", i + 1 < n ? "," : "");
   }
   fprintf(f, "  ]\n}\n");
-  return fclose(f) == 0 ? 0 : -1;
+  /* A write that failed before the last (a full disk, a file size limit)
+   * sets the stream's error flag, which fclose does not report. */
+  int failed = ferror(f);
+  return fclose(f) == 0 && !failed ? 0 : -1;
 }

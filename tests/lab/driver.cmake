@@ -99,3 +99,19 @@ add_test(NAME lab.generated_largemem
           $<TARGET_FILE:tessera> ${LAB_LARGEMEM_TRACE})
 set_tests_properties(lab.generated_largemem PROPERTIES
   FIXTURES_REQUIRED lab_largemem_trace SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# `lab gen` whose write fails half-way (here a file size limit; a full disk
+# alike) keeps the file that was there: it left a truncated trace in its
+# place. No temporary file is left behind, and -o to a device still works.
+add_test(NAME lab.gen_failed_write_keeps_file
+  COMMAND sh -c "d=$(mktemp -d) && trap 'rm -rf \"$d\"' EXIT && cd \"$d\" &&
+    \"$0\" lab gen binary -o t.rep && cp t.rep good.rep &&
+    ( trap '' XFSZ; ulimit -f 16; \"$0\" lab gen random --ops 200000 -o t.rep 2>err.txt; test $? -eq 2 ) &&
+    grep -q 'write failed: File too large' err.txt && cmp t.rep good.rep && test \"$(ls | grep -c tmp)\" -eq 0 &&
+    ln -s t.rep link.rep && \"$0\" lab gen coalescing -o link.rep && test -L link.rep && ! cmp -s t.rep good.rep &&
+    \"$0\" lab gen binary -o /dev/stdout | cmp - good.rep"
+  $<TARGET_FILE:tessera>)
+# -o given twice wrote only the second file, silently.
+add_test(NAME lab.gen_rejects_output_twice
+  COMMAND sh -c "out=$(\"$0\" lab gen binary -o /nonexistent/a.rep -o /nonexistent/b.rep 2>&1); rc=$?; echo \"$out\"; test $rc -eq 2 && echo \"$out\" | grep -qF \"tessera lab gen: -o is given twice ('/nonexistent/a.rep' and '/nonexistent/b.rep')\""
+  $<TARGET_FILE:tessera>)

@@ -66,6 +66,16 @@ check "unknown option -> 2 with a message" $? "got $rc, '$(cat "$work/err")'"
 rc=$?; [ $rc -eq 2 ] && grep -q "/nonexistent/libx.so" "$work/err"
 check "--lib with a missing file -> 2 naming it" $? "got $rc, '$(cat "$work/err")'"
 
+# --lib given twice preloaded the last one, silently; --lib '' said
+# "cannot read the library : No such file or directory".
+"$tessera" run --lib "$dir/libtessera.so" --lib="$dir/libtessera-secure.so" -- sh -c 'echo ran' >"$work/out" 2>"$work/err"
+rc=$?; [ $rc -eq 2 ] && [ ! -s "$work/out" ] &&
+  grep -qF "tessera run: --lib is given twice ('$dir/libtessera.so' and '$dir/libtessera-secure.so')" "$work/err"
+check "--lib given twice -> 2, program not run" $? "got $rc, out '$(cat "$work/out")', err '$(cat "$work/err")'"
+"$tessera" run --lib '' -- sh -c 'echo ran' >"$work/out" 2>"$work/err"
+rc=$?; [ $rc -eq 2 ] && [ ! -s "$work/out" ] && grep -qF "tessera run: --lib needs a PATH, not ''" "$work/err"
+check "--lib '' -> 2 saying so" $? "got $rc, out '$(cat "$work/out")', err '$(cat "$work/err")'"
+
 # ld.so splits LD_PRELOAD at spaces and colons: a library whose path has one
 # would be skipped and the program run on glibc, so it is refused (exit 2).
 for odd in "with space" "with:colon"; do
