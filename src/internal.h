@@ -520,6 +520,12 @@ tes_heap_t *tes_heap_alloc_struct(void);     /* from the heap pool; zeroed and l
 void tes_heap_release_struct(tes_heap_t *heap);
 void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default);
 void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero);  /* slow path */
+#if TES_SECURE
+/* The hardened malloc's fast path missed: the generic path, its arguments
+ * in the order malloc holds them (size stays in the first register, so the
+ * fast path moves nothing to make the tail call). */
+void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap);
+#endif
 void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, bool zero);
 void tes_heap_collect(tes_heap_t *heap, bool force);
 void tes_heap_abandon(tes_heap_t *heap);     /* thread exit */
