@@ -165,7 +165,7 @@ TES_INLINE void tes_free_inline(void *p) {
     tes_page_t *page = heap->slice_page[slot];
 #if TES_SECURE
     if (tes_unlikely(!tes_secure_free_quick(page, p))) {
-      tes_secure_free_local(page, p); /* reports, frees unless it must not */
+      tes_secure_free_local(p, page); /* reports, frees unless it must not */
       return;
     }
 #endif

@@ -779,8 +779,9 @@ TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
  * be freed (invalid or double free); an overflow is reported and the block
  * is still freed (true). Tags the block when it is to be freed. */
 bool tes_secure_free_verdict(const tes_page_t *page, void *p);
-/* Owner's free that failed tes_secure_free_quick: judge, then free. */
-void tes_secure_free_local(tes_page_t *page, void *p);
+/* Owner's free that failed tes_secure_free_quick: judge, then free. p
+ * first, as free holds it: the fast path moves nothing for the tail call. */
+void tes_secure_free_local(void *p, tes_page_t *page);
 
 void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested); /* large blocks, realloc in place */
 bool tes_secure_check_padding(const tes_page_t *page, const void *p);     /* reports; false: freed already */
