@@ -497,8 +497,14 @@ TES_INLINE void tes_block_set_next(const tes_page_t *page, tes_block_t *b, tes_b
 TES_INLINE tes_block_t *tes_block_next_checked(tes_page_t *page, const tes_block_t *b) {
   tes_block_t *next = tes_block_next(page, b);
 #if TES_SECURE
-  if (tes_unlikely((((uintptr_t)next ^ (uintptr_t)b) >> TES_SEGMENT_SHIFT) != 0)) {
-    if (next != NULL) page->corrupt_link = b;
+  /* A compare, not a shift (the shift destroys apart, which the cold branch
+   * needs), and apart opaque there: else GCC tests the rotated link against
+   * keys[1] instead, keeping it alive through the fast path (a register copy
+   * on every malloc: 70.1 instructions a pair instead of 69.1). */
+  uintptr_t apart = (uintptr_t)next ^ (uintptr_t)b;
+  if (tes_unlikely(apart >= ((uintptr_t)1 << TES_SEGMENT_SHIFT))) {
+    __asm__("" : "+r"(apart));
+    if (apart != (uintptr_t)b) page->corrupt_link = b; /* next is not NULL */
     next = NULL;
   }
 #endif
