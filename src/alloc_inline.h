@@ -97,7 +97,11 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
       if (tes_likely(block != NULL)) return block;
     }
   }
+#if TES_SECURE
+  return tes_heap_malloc_miss(size, heap);
+#else
   return tes_heap_malloc_generic(heap, size, false);
+#endif
 }
 
 /* A block of a page this thread owns: into the page's heap's bin while it
@@ -161,7 +165,7 @@ TES_INLINE void tes_free_inline(void *p) {
     tes_page_t *page = heap->slice_page[slot];
 #if TES_SECURE
     if (tes_unlikely(!tes_secure_free_quick(page, p))) {
-      tes_secure_free_local(page, p); /* reports, frees unless it must not */
+      tes_secure_free_local(p, page); /* reports, frees unless it must not */
       return;
     }
 #endif

@@ -134,6 +134,10 @@ void tes_bin_refuse(tes_bin_t *bin) {
   bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | bin->limit;
 }
 
+#if TES_SECURE
+void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap) { return tes_heap_malloc_generic(heap, size, false); }
+#endif
+
 void *tes_bin_refuse_malloc(tes_heap_t *heap, tes_bin_t *bin, size_t size) {
   tes_bin_refuse(bin);
   return tes_heap_malloc_generic(heap, size, false);

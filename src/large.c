@@ -511,6 +511,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   page->class_index = 0xff;
   atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
 #if TES_SECURE
+  page->divisor = 0; /* no block test accepts a pointer of a large page */
   tes_secure_page_init(page);
 #endif
   if (zero && block_dirty) {

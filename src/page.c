@@ -17,6 +17,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   page->class_index = (uint8_t)class_index;
   size_t block_bytes = page_size;
 #if TES_SECURE
+  page->divisor = tes_secure_divisors[class_index];
   /* The segment's last OS page is a guard (tes_secure_guard_segment). */
   if (page->index == seg->page_count - 1 && tes_secure_end_guard()) block_bytes -= tes_os_page_size();
 #endif

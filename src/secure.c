@@ -76,7 +76,7 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
   return true;
 }
 
-void tes_secure_free_local(tes_page_t *page, void *p) {
+void tes_secure_free_local(void *p, tes_page_t *page) {
   if (tes_secure_free_verdict(page, p)) tes_free_local_block(page, (tes_block_t *)p);
 }
 
