@@ -922,7 +922,10 @@ void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, b
 }
 
 /* ---- collection -------------------------------------------------------------- */
-void tes_heap_collect(tes_heap_t *heap, bool force) {
+/* every: each page's remote frees are collected (tes_collect, malloc_trim);
+ * else only the pages they empty are (thread exit: the others go to the
+ * abandoned list as they are, with no walk of their remote stacks). */
+static void heap_collect(tes_heap_t *heap, bool force, bool every) {
   if (heap->is_static) return;
   bins_flush(heap);
   tes_heap_process_delayed(heap);
@@ -931,13 +934,15 @@ void tes_heap_collect(tes_heap_t *heap, bool force) {
     tes_page_t *page = heap->queues[c].first;
     while (page != NULL) {
       tes_page_t *next = page->next;
-      tes_page_collect(page);
-      if (tes_page_live(page) == 0) tes_heap_page_retire(heap, page);
+      if (every) tes_page_collect(page);
+      if (tes_page_take_if_empty(page)) tes_heap_page_retire(heap, page);
       page = next;
     }
   }
   purge_expired(heap, tes_os_clock_ms(), force);
 }
+
+void tes_heap_collect(tes_heap_t *heap, bool force) { heap_collect(heap, force, true); }
 
 /* Every page of the heap back to the NORMAL delayed-free tag (pages in the
  * class queues may keep USE_DELAYED from an earlier stay in the full
@@ -956,20 +961,19 @@ static void heap_stop_delayed(tes_heap_t *heap) {
 static void heap_detach(tes_heap_t *heap) {
   heap_stop_delayed(heap);
   tes_heap_process_delayed(heap);
-  tes_heap_collect(heap, false);
+  heap_collect(heap, false, false);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
-    while (heap->queues[c].first != NULL) {
-      tes_page_t *page = heap->queues[c].first;
-      tes_heap_queue_remove(heap, page);
-      tes_heap_fold_page(heap, page, true);
-    }
+    while (heap->queues[c].first != NULL) tes_heap_queue_remove(heap, heap->queues[c].first);
   }
+  /* The pages keep their unfolded statistics: whichever heap takes them
+   * next folds them (tes_stats_get counts every page in use, owned or
+   * not), so the totals are the same without a fold here, whose walk of
+   * every free list was 4% of mstress/8t (thread churn). */
   while (heap->full.first != NULL) {
     tes_page_t *page = heap->full.first;
     queue_unlink(&heap->full, page);
     page->in_full = 0;
     page->used = page->reserved;
-    tes_heap_fold_page(heap, page, true);
   }
   purge_expired(heap, 0, true);
 }
@@ -987,8 +991,7 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
     tes_page_set_bin(page, &heap->bins[page->class_index]);
     page->next = page->prev = NULL;
     page->kept_empty = 0; /* counted by the heap it came from */
-    tes_page_collect(page);
-    if (tes_page_live(page) == 0) {
+    if (tes_page_take_if_empty(page)) {
       bool last = seg->used_pages == 1;
       page->in_use = 0;
       tes_heap_fold_page(heap, page, false);

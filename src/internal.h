@@ -561,6 +561,10 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
 bool tes_page_extend(tes_page_t *page);       /* carve more blocks onto `free` */
 size_t tes_page_collect(tes_page_t *page);    /* local_free + xthread_free -> free; returns remote count */
 size_t tes_page_free_count(const tes_page_t *page); /* length of `free` (owner only) */
+/* Owner only: true when the page is empty, its remote stack taken (the
+ * caller retires it); false, and nothing taken, when the stack cannot
+ * empty it (its blocks wait for find_page, as any queued page's do). */
+bool tes_page_take_if_empty(tes_page_t *page);
 bool tes_page_contains_free(const tes_page_t *page, const tes_block_t *b);
 void tes_page_set_delayed(tes_page_t *page, uintptr_t state);
 

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Side-by-side timing of allocator libraries on one workload program.
+
+  bench/ab_preload.py THREADS ROUNDS LIB0 LIB1 ... [-- ARGS...]
+
+Runs PROGRAM --threads THREADS ARGS under LD_PRELOAD of each library in
+turn, ROUNDS times (the order rotated every round and reversed every other
+cycle, so no library always runs first), and prints per library the median
+work_s the program reports, the median process CPU time (user + system of
+the child), the medians of the per-round ratios of both to LIB0's, and the
+median minor-fault count. PROGRAM is $BIN, build/bench/bench_mstress by
+default. On a noisy machine, list LIB0 twice (two copies) as an A/A
+control: its ratio's distance from 1.00 is the noise.
+"""
+import os
+import resource
+import statistics as st
+import subprocess
+import sys
+
+
+def run(program, threads, extra, lib):
+    env = dict(os.environ, LD_PRELOAD=lib)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run([program, "--threads", threads] + extra, env=env, capture_output=True, text=True,
+                         check=True).stdout
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    work = float(next(w for w in out.split() if w.startswith("work_s="))[len("work_s="):])
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return work, cpu, r1.ru_minflt - r0.ru_minflt
+
+
+def main():
+    args = sys.argv[1:]
+    extra = []
+    if "--" in args:
+        extra = args[args.index("--") + 1:]
+        args = args[:args.index("--")]
+    if len(args) < 3:
+        sys.exit(__doc__)
+    threads, rounds, libs = args[0], int(args[1]), args[2:]
+    program = os.environ.get("BIN", "build/bench/bench_mstress")
+    res = [[] for _ in libs]
+    for r in range(rounds):
+        order = list(range(len(libs)))
+        k = r % len(libs)
+        order = order[k:] + order[:k]
+        if (r // len(libs)) % 2:
+            order.reverse()
+        for j in order:
+            res[j].append(run(program, threads, extra, libs[j]))
+    for j, lib in enumerate(libs):
+        ratio = [st.median(res[j][i][m] / res[0][i][m] for i in range(rounds)) for m in (0, 1)]
+        print("threads %s  %-48s work %.4f s cpu %.4f s  ratio work %.3f cpu %.3f  minflt %d" % (
+            threads, lib, st.median(x[0] for x in res[j]), st.median(x[1] for x in res[j]), ratio[0], ratio[1],
+            st.median(x[2] for x in res[j])))
+
+
+if __name__ == "__main__":
+    main()
