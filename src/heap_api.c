@@ -4,7 +4,8 @@
  * creating thread's id, so blocks from it are freed by plain free() from any
  * thread (the owner's frees are local, others' are remote hand-offs).
  * tes_heap_destroy returns all its segments at once; tes_heap_delete moves
- * its pages to the caller's default heap. tes_heap_visit walks live blocks:
+ * its pages to its thread's default heap (at once on that thread, else on
+ * that thread's next slow path: tes_heap_process_deletes). tes_heap_visit walks live blocks:
  * a block is live when it is carved and on none of its page's free lists.
  * Called by applications; never used internally. */
 #include "alloc_inline.h"
