@@ -150,8 +150,11 @@ void *tes_heap_calloc(tes_heap_t *heap, size_t count, size_t size);
 void *tes_heap_realloc(tes_heap_t *heap, void *ptr, size_t size);
 /* Free every block of the heap at once, then the heap itself. */
 void tes_heap_destroy(tes_heap_t *heap);
-/* Delete the heap but keep its live blocks alive: they move to the calling
- * thread's default heap and are freed normally later. */
+/* Delete the heap but keep its live blocks alive: they move to the default
+ * heap of the heap's thread and are freed normally later (from any thread).
+ * Called by another thread, the heap is only marked: its thread moves the
+ * blocks on its next allocation slow path, tes_heap_new, tes_collect or
+ * exit, since it may be freeing them at that moment. */
 void tes_heap_delete(tes_heap_t *heap);
 
 /* ---- Introspection ---------------------------------------------------------- */

@@ -331,6 +331,7 @@ TES_API void tes_collect(bool force) {
         tes_stats_heap_reclaimed();
       }
     }
+    tes_heap_process_deletes(heap); /* heaps other threads deleted */
     tes_heap_collect(heap, force);
   }
   /* Other threads' retired pages too: a thread that is alive but idle would

@@ -656,6 +656,8 @@ static void kept_retire_all(tes_heap_t *heap) { (void)heap; }
  * purged. The busy bins refill at once. */
 static void heap_deferred(tes_heap_t *heap) {
   if (atomic_load_explicit(&heap->delayed_free, memory_order_relaxed) != NULL) tes_heap_process_delayed(heap);
+  if (atomic_load_explicit(&heap->first_class_deleted, memory_order_relaxed) != 0 && heap->is_default)
+    tes_heap_process_deletes(heap);
 #if !TES_SECURE
   int64_t now = tes_os_clock_ms(); /* one clock read for the bins and the purges */
   if (now >= heap->bins_due) {
@@ -1003,14 +1005,41 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
   }
 }
 
-/* The first-class heap of `owner`'s thread listed first, or NULL. */
-static tes_heap_t *first_class_of(const tes_heap_t *owner) {
+/* The first-class heap of `owner`'s thread listed first (only one another
+ * thread deleted, when `deleted_only`), or NULL. */
+static tes_heap_t *first_class_of(const tes_heap_t *owner, bool deleted_only) {
   tes_heap_t *found = NULL;
   tes_lock(&heaps_lock);
   for (tes_heap_t *h = tes_heaps_all; h != NULL && found == NULL; h = h->all_next)
-    if (h != owner && h->thread_default == owner) found = h;
+    if (h != owner && h->thread_default == owner &&
+        (!deleted_only || atomic_load_explicit(&h->delete_requested, memory_order_acquire)))
+      found = h;
   tes_unlock(&heaps_lock);
   return found;
+}
+
+/* Move a first-class heap's pages into its thread's default heap and let
+ * the struct go (on that thread, or once it is gone). */
+static void delete_into(tes_heap_t *fc, tes_heap_t *heap) {
+  bool requested = atomic_load_explicit(&fc->delete_requested, memory_order_acquire);
+  tes_heap_move_pages(fc, heap);
+  tes_stats_fold_heap(fc);
+  atomic_fetch_sub_explicit(requested ? &heap->first_class_deleted : &heap->first_class_heaps, 1,
+                            memory_order_relaxed);
+  tes_heap_release_struct(fc);
+}
+
+/* tes_heap_delete from another thread only marks the heap: its owner frees
+ * its blocks locally (the owner's slice table lists its pages) with no
+ * atomics, so moving the pages under it lost blocks and corrupted the
+ * lists. The owner moves them here, from its slow path, tes_heap_new,
+ * tes_collect, or its exit. */
+void tes_heap_process_deletes(tes_heap_t *heap) {
+  while (atomic_load_explicit(&heap->first_class_deleted, memory_order_acquire) > 0) {
+    tes_heap_t *fc = first_class_of(heap, true);
+    if (fc == NULL) break; /* its deleter has not marked it yet */
+    delete_into(fc, heap);
+  }
 }
 
 /* A thread's default heap is abandoned (its thread exits or is gone):
@@ -1023,15 +1052,14 @@ static tes_heap_t *first_class_of(const tes_heap_t *owner) {
  * thread_default named a heap struct that the pool hands to the next new
  * thread. */
 static void delete_first_class_heaps(tes_heap_t *heap) {
-  while (atomic_load_explicit(&heap->first_class_heaps, memory_order_relaxed) > 0) {
-    tes_heap_t *fc = first_class_of(heap);
+  while (atomic_load_explicit(&heap->first_class_heaps, memory_order_relaxed) +
+             atomic_load_explicit(&heap->first_class_deleted, memory_order_acquire) > 0) {
+    tes_heap_t *fc = first_class_of(heap, false);
     if (fc == NULL) break;
-    tes_heap_move_pages(fc, heap);
-    tes_stats_fold_heap(fc);
-    atomic_fetch_sub_explicit(&heap->first_class_heaps, 1, memory_order_relaxed);
-    tes_heap_release_struct(fc);
+    delete_into(fc, heap);
   }
   atomic_store_explicit(&heap->first_class_heaps, 0, memory_order_relaxed);
+  atomic_store_explicit(&heap->first_class_deleted, 0, memory_order_relaxed);
 }
 
 void tes_heap_abandon(tes_heap_t *heap) {

@@ -355,6 +355,9 @@ struct tes_heap_s {
   struct tes_heap_s *thread_default;    /* the creating thread's default heap */
   _Atomic uint32_t first_class_heaps;   /* default heap: its thread's first-class heaps not destroyed or deleted yet
                                          * (atomic: another thread may destroy or delete one while its thread makes more) */
+  _Atomic uint32_t first_class_deleted; /* default heap: those another thread deleted, which this thread moves in
+                                         * (tes_heap_process_deletes): only the owner may touch their pages */
+  _Atomic bool delete_requested;        /* first-class heap: deleted by another thread, not moved yet */
   bool is_default;
   bool is_static;
   uintptr_t key;                        /* secure: per-heap random */
@@ -539,6 +542,7 @@ void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, b
 void tes_heap_collect(tes_heap_t *heap, bool force);
 void tes_heap_abandon(tes_heap_t *heap);     /* thread exit */
 void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to); /* tes_heap_delete */
+void tes_heap_process_deletes(tes_heap_t *heap); /* the owner moves in the heaps other threads deleted */
 void tes_heap_free_all(tes_heap_t *heap);    /* tes_heap_destroy */
 void tes_heap_queue_remove(tes_heap_t *heap, tes_page_t *page);
 void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page);
