@@ -163,6 +163,38 @@ static void note_unpurged(tes_segment_t *seg) {
   tes_os_commit_note((int64_t)seg->purged_bytes);
   seg->purged_bytes = 0;
 }
+#if TES_SECURE
+/* The same for a live block's segment in the hardened build, whose owner
+ * changes the block (realloc in place, its discard before a free) while
+ * the dirty front in front of the block may wait on the tail list: any
+ * thread's tes_large_purge_tails then purges it (purge_front) and adds to
+ * purged_bytes under large_lock, so the owner's read-modify-writes of
+ * purged_bytes take the lock too while the front waits (unlocked, one of
+ * the two updates was lost and `committed` drifted for good; TSan saw the
+ * race). tail_due is 0 once the front is off the list (the release store
+ * of tail_unlink_locked makes the purge's count visible) and stays 0 while
+ * the block lives, so a segment with no front waiting takes no lock. The
+ * default build takes its tail off the list first instead (tail_cancel),
+ * since its purge would run into a grown block. */
+static bool front_lock(tes_segment_t *seg) {
+  if (atomic_load_explicit(&seg->tail_due, memory_order_acquire) == 0) return false;
+  tes_lock(&large_lock);
+  return true;
+}
+static void note_purged_live(tes_segment_t *seg, size_t bytes) {
+  bool locked = front_lock(seg);
+  note_purged(seg, bytes);
+  if (locked) tes_unlock(&large_lock);
+}
+static void note_unpurged_live(tes_segment_t *seg) {
+  bool locked = front_lock(seg);
+  note_unpurged(seg);
+  if (locked) tes_unlock(&large_lock);
+}
+#else
+/* realloc took the tail off the list first (tail_cancel): no other writer. */
+static void note_unpurged_live(tes_segment_t *seg) { note_unpurged(seg); }
+#endif
 /* A segment from the cache, taken for a block over [start, end): it comes
  * back with `purged` bytes purged at its tail (purge_cached keeps only the
  * first page); the part the block covers counts as committed again, the
@@ -348,7 +380,7 @@ static size_t remap_alignment(const tes_segment_t *seg) {
 static bool shrink_mapping(tes_segment_t *seg, size_t new_size) {
   if (new_size > seg->size / 2 || seg->size - new_size < TES_SEGMENT_SIZE) return false;
   tes_segmap_shrink(seg, new_size);
-  note_unpurged(seg);
+  note_unpurged_live(seg);
   if (tes_os_remap(seg, seg->size, new_size, remap_alignment(seg)) != seg) {
     tes_segmap_set(seg, true); /* cannot happen (shrinking stays in place): keep it whole */
     return false;
@@ -552,7 +584,7 @@ void *tes_large_alloc_growable(tes_heap_t *heap, size_t size) { return large_all
 void tes_large_discard(tes_segment_t *seg, void *p, size_t requested) {
   size_t page = tes_os_page_size();
   uintptr_t lo = round_up((uintptr_t)p, page), hi = ((uintptr_t)p + requested) & ~(uintptr_t)(page - 1);
-  if (hi > lo + LARGE_TAIL_PURGE && tes_os_purge((void *)lo, hi - lo, true)) note_purged(seg, hi - lo);
+  if (hi > lo + LARGE_TAIL_PURGE && tes_os_purge((void *)lo, hi - lo, true)) note_purged_live(seg, hi - lo);
 }
 
 /* A guard that realloc moved goes back to read-write before the segment is
@@ -699,7 +731,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   page->block_size = end - offset;
   in_use_add((int64_t)page->block_size - (int64_t)old_usable);
   if (seg->dirty_end < end) seg->dirty_end = end;
-  if (end > old_usable + offset) note_unpurged(seg); /* grown: it may cover purged pages */
+  if (end > old_usable + offset) note_unpurged_live(seg); /* grown: it may cover purged pages */
   /* Shrunk: the mapping may end after the new guard, which then becomes
    * the segment's own last page. Otherwise what the block used behind its
    * new guard goes back now (1,600 MiB stayed resident after 100 blocks of
@@ -711,7 +743,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
   }
   if (seg->dirty_end > end + page_size + LARGE_TAIL_PURGE &&
       tes_os_purge((uint8_t *)seg + end + page_size, round_up(seg->dirty_end, page_size) - end - page_size, true)) {
-    note_purged(seg, round_up(seg->dirty_end, page_size) - end - page_size);
+    note_purged_live(seg, round_up(seg->dirty_end, page_size) - end - page_size);
     seg->dirty_end = end + page_size;
   }
   return p;
