@@ -36,6 +36,16 @@ static queue_t queues[MAX_THREADS];
 static atomic_long corrupted_blocks, blocks_moved, misaligned_blocks;
 static int thread_count = 4;
 static long ops_per_thread = 40000;
+/* How many blocks a round hands over depends on the scheduler: on a loaded
+ * 2-core machine a worker may run its ops while its neighbours are not
+ * scheduled, and a round once moved under 1,000 blocks (the check below).
+ * So the workers of a round go on past their ops until the round has moved
+ * MIN_MOVED blocks, for ROUND_SECONDS at most: the check then fails only
+ * when hand-off really was not exercised. */
+enum { MIN_MOVED = 2000 };
+#define ROUND_SECONDS 20.0
+static atomic_long round_moved;
+static double round_deadline;
 
 /* Check the pattern on the first and last 64 bytes and every 4 KiB: enough
  * to catch reuse of a live block while keeping the test fast. */
@@ -87,7 +97,9 @@ static void *worker(void *arg) {
   uint64_t rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)id * 7919;
   /* A few blocks kept locally for a while, freed by this thread. */
   block_t local[32] = {{0}};
-  for (long op = 0; op < ops_per_thread; op++) {
+  for (long op = 0; op < ops_per_thread ||
+                     (atomic_load(&round_moved) < MIN_MOVED && api_now_seconds() < round_deadline);
+       op++) {
     block_t b;
     b.size = random_size(&rng);
     b.data = malloc(b.size);
@@ -111,6 +123,7 @@ static void *worker(void *arg) {
     if (queue_pop(mine, &in)) {
       if (!block_intact(&in)) atomic_fetch_add(&corrupted_blocks, 1);
       atomic_fetch_add(&blocks_moved, 1);
+      atomic_fetch_add(&round_moved, 1);
       if (op % 5 == 0) {
         /* realloc a foreign block and pass it on. */
         /* realloc a foreign block: the first bytes must survive the move
@@ -167,6 +180,8 @@ int main(int argc, char **argv) {
     int saved = thread_count;
     thread_count = 2 + (round % (saved - 1));
     pthread_t threads[MAX_THREADS];
+    atomic_store(&round_moved, 0);
+    round_deadline = api_now_seconds() + ROUND_SECONDS;
     for (int t = 0; t < thread_count; t++)
       REQUIRE(pthread_create(&threads[t], NULL, worker, (void *)(intptr_t)t) == 0,
               "pthread_create failed in round %d", round);
