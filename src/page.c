@@ -74,19 +74,38 @@ bool tes_page_extend(tes_page_t *page) {
   return true;
 }
 
-size_t tes_page_collect(tes_page_t *page) {
-  size_t remote = 0;
 #if TES_SECURE
+/* tes_block_next_checked cut a list of the page at this block: its link had
+ * been overwritten after its free. The blocks after it are lost, never
+ * handed out twice. Reported (and aborts by default) off the fast path. */
+static void report_corrupt_link(tes_page_t *page) {
   if (tes_unlikely(page->corrupt_link != NULL)) {
-    /* tes_block_next_checked cut the list at this block: its link had been
-     * overwritten after its free. The blocks after it are lost, never
-     * handed out twice. Reported (and aborts by default) here, off the
-     * fast path. */
     const void *at = page->corrupt_link;
     page->corrupt_link = NULL;
     tes_report_error(TES_ERR_CORRUPT, at, page);
   }
+}
 #endif
+
+static size_t page_collect(tes_page_t *page);
+
+/* Collect, and report a link found overwritten before or during it (the
+ * walk of the remote stack below can find one: reported here, not at the
+ * next collect, which never comes when the caller retires the page at
+ * once, as thread exit and adoption do). */
+size_t tes_page_collect(tes_page_t *page) {
+#if TES_SECURE
+  report_corrupt_link(page);
+  size_t remote = page_collect(page);
+  report_corrupt_link(page);
+  return remote;
+#else
+  return page_collect(page);
+#endif
+}
+
+static size_t page_collect(tes_page_t *page) {
+  size_t remote = 0;
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
   if (tes_tf_list(tf) != NULL) {
     while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, tf & TES_TF_MASK,

@@ -73,6 +73,40 @@ static void *free_in_thread(void *p) {
   return NULL;
 }
 
+/* use_after_free_link_at_exit: a thread allocates a page's worth of
+ * blocks and frees two itself (its page's local list and free list both
+ * hold blocks), then waits while the main thread frees the others (the
+ * page's remote stack holds every live block) and writes over one after
+ * freeing it; then it exits. */
+enum { EXIT_BLOCKS = 64 };
+static char *exit_blocks[EXIT_BLOCKS];
+static pthread_mutex_t exit_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t exit_cond = PTHREAD_COND_INITIALIZER;
+static int exit_stage;
+
+static void exit_stage_set(int stage) {
+  pthread_mutex_lock(&exit_lock);
+  exit_stage = stage;
+  pthread_cond_broadcast(&exit_cond);
+  pthread_mutex_unlock(&exit_lock);
+}
+
+static void exit_stage_wait(int stage) {
+  pthread_mutex_lock(&exit_lock);
+  while (exit_stage < stage) pthread_cond_wait(&exit_cond, &exit_lock);
+  pthread_mutex_unlock(&exit_lock);
+}
+
+static void *allocate_then_exit(void *arg) {
+  (void)arg;
+  for (int i = 0; i < EXIT_BLOCKS; i++) exit_blocks[i] = malloc(64);
+  free(launder(exit_blocks[0]));
+  free(launder(exit_blocks[1]));
+  exit_stage_set(1);
+  exit_stage_wait(2);
+  return NULL; /* thread exit: the page is collected and retired */
+}
+
 static void *foreign_mapping(size_t len) {
   void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) {
@@ -351,6 +385,19 @@ static int scenario(const char *name) {
     memset(launder(victim), 0x41, 8);
     for (int i = 0; i < 10000; i++) ((volatile char *)malloc(64))[0] = 1;
     printf("10000 mallocs after the write\n");
+    return keep_working();
+  } else if (strcmp(name, "use_after_free_link_at_exit") == 0) {
+    /* The write after free is found when the owner's exit collects the
+     * page's remote stack, right before the page (all its blocks free) is
+     * retired and set up again: the report was lost with it. */
+    pthread_t t;
+    if (pthread_create(&t, NULL, allocate_then_exit, NULL) != 0) return 6;
+    exit_stage_wait(1);
+    for (int i = 2; i < EXIT_BLOCKS; i++) free(launder(exit_blocks[i]));
+    memset(launder(exit_blocks[2]), 0x41, 8);
+    exit_stage_set(2);
+    if (pthread_join(t, NULL) != 0) return 6;
+    printf("the owner exited\n");
     return keep_working();
   } else if (strcmp(name, "double_free_random_page") == 0) {
     /* A page whose free list was linked in random order: free one block
