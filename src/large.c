@@ -314,6 +314,29 @@ static void purge_front(tes_segment_t *seg) {
 }
 #endif
 
+/* What a reused segment's block leaves dirty and waits on the tail list:
+ * the tail behind the block (default build) or the front before it
+ * (hardened build). Under large_lock, or before the block is out. */
+static void purge_waiting(tes_segment_t *seg) {
+#if TES_SECURE
+  /* The front lies below the block, which a realloc grows or shrinks at
+   * its end only (moving it to a new mapping takes it off this list). */
+  purge_front(seg);
+#else
+  /* The block's size cannot change under us: a realloc takes it off this
+   * list under large_lock first (tail_cancel). */
+  purge_tail(seg, seg->large_offset + seg->pages[0].block_size);
+#endif
+}
+
+/* When that memory is due: one purge delay from now (never 0, which means
+ * none pending). */
+static int64_t waiting_due(void) {
+  int64_t now = tes_os_clock_ms();
+  int64_t due = now + tes_purge_delay(now);
+  return due > 0 ? due : 1;
+}
+
 void tes_large_purge_tails(bool force) {
   int64_t now = 0;
   if (!force) {
@@ -330,15 +353,7 @@ void tes_large_purge_tails(bool force) {
       if (due < next) next = due;
       continue;
     }
-#if TES_SECURE
-    /* The front lies below the block, which a realloc grows or shrinks at
-     * its end only (moving it to a new mapping takes it off this list). */
-    purge_front(seg);
-#else
-    /* The block's size cannot change under us: a realloc takes it off this
-     * list under large_lock first (tail_cancel). */
-    purge_tail(seg, seg->large_offset + seg->pages[0].block_size);
-#endif
+    purge_waiting(seg);
     tail_unlink_locked(seg);
   }
   atomic_store_explicit(&tail_list_due, next, memory_order_relaxed);
@@ -500,9 +515,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   int64_t tail_due = 0;
   size_t tail_bytes = 0;
   if (dirty_to > dirty_from + LARGE_TAIL_PURGE) {
-    int64_t now = tes_os_clock_ms();
-    tail_due = now + tes_purge_delay(now);
-    if (tail_due <= 0) tail_due = 1; /* 0 means none */
+    tail_due = waiting_due();
     tail_bytes = dirty_to - dirty_from;
     seg->tail_from = dirty_from;
   }
@@ -520,9 +533,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   int64_t tail_due = 0;
   size_t keep = round_up(offset + usable, tes_os_page_size()), tail_bytes = 0;
   if (seg->dirty_end > keep + LARGE_TAIL_PURGE) {
-    int64_t now = tes_os_clock_ms();
-    tail_due = now + tes_purge_delay(now);
-    if (tail_due <= 0) tail_due = 1; /* 0 means none */
+    tail_due = waiting_due();
     tail_bytes = round_up(seg->dirty_end, tes_os_page_size()) - keep;
   }
   if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
@@ -552,13 +563,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   }
   /* In use: what the program may use, as tes_heap_visit says. */
   bool tail_waits = list_insert(seg, (int64_t)(usable - TES_LARGE_PADDING), tail_due, tail_bytes);
-  if (tail_due != 0 && !tail_waits) { /* the pending total is full: now (the block is not out yet: no race) */
-#if TES_SECURE
-    purge_front(seg);
-#else
-    purge_tail(seg, offset + usable);
-#endif
-  }
+  if (tail_due != 0 && !tail_waits) purge_waiting(seg); /* the pending total is full: now (the block is not out yet) */
   tes_segmap_set(seg, true);
   heap->counters.large_allocs++;
 #if TES_SECURE
