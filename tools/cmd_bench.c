@@ -218,6 +218,29 @@ static int only_for_running(const char *opt) {
   return 0;
 }
 
+/* Options that take one value. Given twice, only the last counted,
+ * silently: --from A --from B reported B alone (a merge of both may well have
+ * been meant), --baseline a --baseline b showed b's ratios under a command
+ * line that names a first. Returns 1 after the message when OPT was seen
+ * before; FIRST holds each option's first value. */
+static const char *const single_value_options[] = {"--runs",    "--scale",    "--timeout", "--allocators",
+                                                   "--workloads", "--baseline", "--metric",  "--threads",
+                                                   "--out",     "--from"};
+#define N_SINGLE_VALUE_OPTIONS (sizeof single_value_options / sizeof single_value_options[0])
+
+static int given_twice(const char *opt, const char *value, const char *first[N_SINGLE_VALUE_OPTIONS]) {
+  for (size_t i = 0; i < N_SINGLE_VALUE_OPTIONS; i++) {
+    if (strcmp(opt, single_value_options[i])) continue;
+    if (first[i]) {
+      fprintf(stderr, "tessera bench: %s is given twice ('%s' and '%s')\n", opt, first[i], value);
+      return 1;
+    }
+    first[i] = value;
+    return 0;
+  }
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, bench_config_t *c) {
   memset(c, 0, sizeof *c);
   c->runs = 3;
@@ -227,6 +250,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
   c->baseline = "system";
   c->out_root = "bench-results";
   int runs_given = 0, scale_given = 0;
+  const char *first_values[N_SINGLE_VALUE_OPTIONS] = {0};
   const char *size_option = NULL;  /* --quick or --full, whichever came first */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -268,6 +292,7 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
       return -1;
     } else {
       if (!inline_value) i++;
+      if (given_twice(a, v, first_values)) return -1;
       if (!strcmp(a, "--runs")) {
         if (parse_whole(a, v, 1, 1000, &c->runs)) return -1;
         runs_given = 1;
@@ -290,13 +315,6 @@ static int parse_args(int argc, char **argv, bench_config_t *c) {
          * followed the empty string in make_dirs' buffer. */
         if (!*v) {
           fprintf(stderr, "tessera bench: %s needs a directory, not ''\n", a);
-          return -1;
-        }
-        /* Given twice, only the last counted, silently: --from A --from B
-         * reported B alone (a merge of both may well have been meant). */
-        if (!strcmp(a, "--out") ? c->out_given : c->from_dir != NULL) {
-          fprintf(stderr, "tessera bench: %s is given twice ('%s' and '%s')\n", a,
-                  !strcmp(a, "--out") ? c->out_root : c->from_dir, v);
           return -1;
         }
         if (!strcmp(a, "--out")) {
