@@ -848,6 +848,7 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
   snprintf(log, sizeof log, "%s/plot.log", dir);
   snprintf(path, sizeof path, "%s/charts.txt", dir);
   FILE *note = NULL;
+  int drawn = 0;
   if (wanted || access(path, F_OK) != 0) note = fopen(path, "w");
   if (!wanted) {
     if (note) fprintf(note, "skipped: --no-charts\n");
@@ -863,7 +864,7 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
     if (st != 0) {
       printf("charts: bench/plot.py failed (status %d); see %s\n", st, log);
       if (note) fprintf(note, "failed: plot.py exited with %d\n", st);
-    } else if (note) {
+    } else if ((drawn = 1) && note) {
       for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         if (access(path, R_OK) == 0) fprintf(note, "drawn: %s\n", names[i]);
@@ -894,6 +895,14 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
   for (size_t i = 0; i < sizeof names / sizeof names[0] && n < max; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     if (access(path, R_OK) != 0) continue;
+    /* A drawing asked for and not made leaves the files of an earlier one
+     * (a rebuild against another baseline, or of other records): linked,
+     * they showed what this report does not say. */
+    if (wanted && !drawn) {
+      add_info("%s%s is not shown: it is from an earlier drawing, and this one was not made (charts.txt)",
+               stale_chart_note, names[i]);
+      continue;
+    }
     if (i == 0 && stale_ratios) {
       add_info("%s%s (drawn against %s, %s time) is not shown: this report is against %s, %s time; rebuild "
                "without --no-charts to redraw it", stale_chart_note, names[i], drawn_baseline, drawn_metric, baseline,

@@ -12,6 +12,8 @@
 #                                   leaves the ones there intact
 #   from_report.sh TESSERA misnamed --from given results.csv itself, or the
 #                                   root of the runs: says what to give
+#   from_report.sh TESSERA failed_chart  a rebuild whose drawing fails does
+#                                   not link the charts of an earlier one
 #   from_report.sh TESSERA uneven   records of an interrupted run or of runs
 #                                   put together get a note in the report
 #   from_report.sh TESSERA stale_chart  a --no-charts rebuild under another
@@ -170,6 +172,22 @@ stale_chart)
   "$tessera" bench --from "$dir" --no-charts >/dev/null || fail "--from exited $?"
   grep -qF '![time_ratios.png](time_ratios.png)' "$dir/report.md" || fail "the chart against system is not shown"
   ! grep -qF -- '- charts: ' "$dir/report.md" || fail "a chart note is left in a report the chart fits"
+  ;;
+failed_chart)
+  # A rebuild that asks for charts and whose drawing fails (here a Python
+  # whose plot.py run exits 3) leaves out the chart files of an earlier
+  # drawing, with a note: they were linked, showing the earlier baseline.
+  mkdir -p "$tmp/venv/bin"
+  printf '#!/bin/sh\ncase "$1" in -c) exit 0;; *) exit 3;; esac\n' >"$tmp/venv/bin/python"
+  chmod +x "$tmp/venv/bin/python"
+  echo png >"$dir/time_ratios.png"
+  echo png >"$dir/peak_rss.png"
+  printf 'drawn: time_ratios.png\ndrawn: peak_rss.png\nbaseline: system\nmetric: work\n' >"$dir/charts.txt"
+  TESSERA_BENCH_VENV="$tmp/venv" "$tessera" bench --from "$dir" --baseline tessera >/dev/null || fail "--from exited $?"
+  grep -qF 'failed: plot.py exited with 3' "$dir/charts.txt" || fail "charts.txt: $(cat "$dir/charts.txt")"
+  ! grep -qF '.png](' "$dir/report.md" || fail "a chart of the earlier drawing is linked: $(grep -F '.png](' "$dir/report.md")"
+  grep -qF -- '- charts: peak_rss.png is not shown: it is from an earlier drawing, and this one was not made' \
+    "$dir/report.md" || fail "no note on the charts left out"
   ;;
 uneven)
   # Records that are not one complete run are said to be so in the report:
