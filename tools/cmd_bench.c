@@ -653,7 +653,9 @@ static size_t build_jobs(const bench_config_t *c, bench_job_t *jobs) {
       j->workload = w;
       j->threads = counts[t];
       snprintf(j->name, sizeof j->name, "%s", w->name);
-      if (w->threading == BENCH_THREADS_NONE) snprintf(j->label, sizeof j->label, "%s", w->name);
+      /* One thread is labelled as the report's rows are (bench_report.c),
+       * which cannot tell a threaded workload's record from another's. */
+      if (w->threading == BENCH_THREADS_NONE || counts[t] == 1) snprintf(j->label, sizeof j->label, "%s", w->name);
       else snprintf(j->label, sizeof j->label, "%s/%dt", w->name, counts[t]);
       job_arg(j, "%s", prog);
       if (w->source == BENCH_SRC_FIT) {
