@@ -127,7 +127,9 @@ static void unmap_segment(tes_segment_t *seg) {
 static tes_segment_t *cache_remove_locked(size_t i) {
   tes_segment_t *seg = cache_slots[i].seg;
   cache_bytes -= cache_slots[i].size;
-  memmove(&cache_slots[i], &cache_slots[i + 1], (cache_count - i - 1) * sizeof cache_slots[0]);
+  /* The newest slot, which a take finds first, moves nothing: no call. */
+  size_t after = cache_count - i - 1;
+  if (after != 0) memmove(&cache_slots[i], &cache_slots[i + 1], after * sizeof cache_slots[0]);
   __atomic_store_n(&cache_count, cache_count - 1, __ATOMIC_RELAXED);
   return seg;
 }
