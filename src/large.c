@@ -130,8 +130,9 @@ void tes_large_unlock(bool child) {
  * anyway to list or unlist the block), so they need no atomic
  * read-modify-write: each such instruction is a full barrier, which made the
  * large free wait for the program's own pending stores (sampled in `mixed`:
- * 13% of its time on one lock xadd). Readers load them atomically. */
-static void gauge_add_locked(_Atomic int64_t *gauge, _Atomic int64_t *peak, int64_t delta) {
+ * 13% of its time on one lock xadd). Readers load them atomically. Inline:
+ * four calls a large malloc+free cycle. */
+TES_INLINE void gauge_add_locked(_Atomic int64_t *gauge, _Atomic int64_t *peak, int64_t delta) {
   int64_t now = atomic_load_explicit(gauge, memory_order_relaxed) + delta;
   atomic_store_explicit(gauge, now, memory_order_relaxed);
   if (now > atomic_load_explicit(peak, memory_order_relaxed)) atomic_store_explicit(peak, now, memory_order_relaxed);
