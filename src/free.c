@@ -208,7 +208,18 @@ void tes_free_slow(void *p) {
         return;
       }
 #if !TES_SECURE
-    } else if (seg->kind != TES_SEG_LARGE && !heap->is_static) {
+    } else if (heap->is_static) {
+      /* No heap yet (free_checked makes one) or past thread exit. */
+    } else if (seg->kind == TES_SEG_LARGE) {
+      /* A large block (shared: any thread frees it): tes_owned_segment's
+       * check, without repeating the segment-map lookup and without the two
+       * calls (large_cycle_bench: a cycle took 920 instructions, 869 since). */
+      if (tes_likely(tes_large_owned_block(seg, p))) {
+        heap->counters.large_frees++;
+        tes_large_free(seg);
+        return;
+      }
+    } else {
       /* Another thread's block (or an exited thread's): the checks
        * free_checked makes through tes_owned_segment, without repeating the
        * segment-map lookup and without the two calls. Threads that free

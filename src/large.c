@@ -130,8 +130,9 @@ void tes_large_unlock(bool child) {
  * anyway to list or unlist the block), so they need no atomic
  * read-modify-write: each such instruction is a full barrier, which made the
  * large free wait for the program's own pending stores (sampled in `mixed`:
- * 13% of its time on one lock xadd). Readers load them atomically. */
-static void gauge_add_locked(_Atomic int64_t *gauge, _Atomic int64_t *peak, int64_t delta) {
+ * 13% of its time on one lock xadd). Readers load them atomically. Inline:
+ * four calls a large malloc+free cycle. */
+TES_INLINE void gauge_add_locked(_Atomic int64_t *gauge, _Atomic int64_t *peak, int64_t delta) {
   int64_t now = atomic_load_explicit(gauge, memory_order_relaxed) + delta;
   atomic_store_explicit(gauge, now, memory_order_relaxed);
   if (now > atomic_load_explicit(peak, memory_order_relaxed)) atomic_store_explicit(peak, now, memory_order_relaxed);
@@ -430,6 +431,25 @@ static void zero_reused(uint8_t *p, size_t n) {
   memset(p, 0, n);
 }
 
+/* Large blocks come and go through the segment cache without touching the
+ * small-object slow path, which is where due purges are otherwise run: run
+ * them here too (the cache's, the waiting tails' and this heap's retired
+ * pages), so freed memory leaves RSS after the purge delay even in a program
+ * whose small allocations all stay on the fast path while it churns large
+ * blocks. One clock read for the three schedules, none when nothing is
+ * pending; only when something is due do their purges read it again. (Each
+ * read its own: three reads a large malloc in `mixed`, where this heap's
+ * retired pages and the cached segments are pending nearly all the time.) */
+static void purge_what_is_due(tes_heap_t *heap) {
+  int64_t first = atomic_load_explicit(&heap->purge_due, memory_order_relaxed);
+  int64_t cache = tes_cache_purge_due(), tails = atomic_load_explicit(&tail_list_due, memory_order_relaxed);
+  if (cache < first) first = cache;
+  if (tails < first) first = tails;
+  if (first == INT64_MAX || tes_os_clock_ms() < first) return;
+  tes_heap_purge_due(heap);
+  tes_cache_purge(false);
+}
+
 /* growable (hardened build, realloc only): the block goes to the front of
  * a segment with as much room again behind it, followed by a guard page of
  * its own, which tes_large_realloc then moves as the block grows. */
@@ -439,14 +459,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
     errno = ENOMEM;
     return NULL;
   }
-  /* Large blocks come and go through the segment cache without touching the
-   * small-object slow path, which is where due purges are otherwise run:
-   * run them here too (the cache's and this heap's retired pages), so freed
-   * memory leaves RSS after the purge delay even in a program whose small
-   * allocations all stay on the fast path while it churns large blocks.
-   * (Two loads and compares when nothing is due.) */
-  tes_heap_purge_due(heap);
-  tes_cache_purge(false);
+  purge_what_is_due(heap);
   size_t offset = TES_LARGE_OFFSET;
   if (alignment > offset) offset = alignment;
 #if TES_SECURE

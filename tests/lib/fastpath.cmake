@@ -27,3 +27,16 @@ function(tessera_add_grow_budget test_name budget library_target)
             $<TARGET_FILE:grow_budget> $<TARGET_FILE:${library_target}>)
   set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endfunction()
+
+# Instructions per large malloc+free cycle (tests/lib/large_cycle_budget.sh,
+# bench/fastpath's large_cycle_bench), in LIBRARY_TARGET preloaded, for each
+# MODE=BUDGET given after it. Skipped (77) when valgrind is missing.
+function(tessera_add_large_cycle_budget test_name library_target)
+  if(NOT TARGET large_cycle_bench)
+    add_subdirectory(${PROJECT_SOURCE_DIR}/bench/fastpath ${CMAKE_BINARY_DIR}/bench/fastpath)
+  endif()
+  add_test(NAME ${test_name}
+    COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/large_cycle_budget.sh
+            $<TARGET_FILE:large_cycle_bench> $<TARGET_FILE:${library_target}> ${ARGN})
+  set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endfunction()
