@@ -397,10 +397,13 @@ static void purge_due_at(tes_heap_t *heap, int64_t now) {
   if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) <= now) purge_expired(heap, now, false);
 }
 
-void tes_heap_purge_due(tes_heap_t *heap) {
+/* The clock is read only when a purge is pending (inlined into the slow path). */
+TES_INLINE void purge_due_if_pending(tes_heap_t *heap) {
   if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) != INT64_MAX)
     purge_due_at(heap, tes_os_clock_ms());
 }
+
+void tes_heap_purge_due(tes_heap_t *heap) { purge_due_if_pending(heap); }
 
 /* Every heap's retired pages due at `now`, or all of them when force:
  * the purge thread's round, a sweep from some thread's slow path, and
@@ -649,12 +652,33 @@ static tes_page_t *kept_take(tes_heap_t *heap, unsigned c) { (void)heap, (void)c
 static void kept_retire_all(tes_heap_t *heap) { (void)heap; }
 #endif
 
+/* heap_deferred's work of every eighth slow call: cached large spans and
+ * other heaps' due purges, and one segment of an exited thread. Out of
+ * line: the seven calls between pay only the count. */
+static TES_NOINLINE void heap_deferred_eighth(tes_heap_t *heap) {
+  tes_cache_purge(false);
+  sweep_other_heaps(tes_os_clock_ms());
+  /* One segment of an exited thread, whether or not a page is wanted:
+   * adopting frees its pages that other threads have emptied since
+   * (fresh_page adopts only when this heap needs a page, and under thread
+   * churn with hand-offs the abandoned segments piled up faster). */
+  tes_segment_t *seg = heap->is_default ? tes_abandoned_pop() : NULL;
+  if (seg != NULL) {
+    tes_heap_adopt_segment(heap, seg);
+    tes_stats_heap_reclaimed();
+  }
+}
+
 /* Work deferred to slow paths: remote frees into full pages, due purges,
  * and once per purge delay the bins: a block left in a bin keeps its page in
  * use, so a class the program stopped using would pin a page for good
  * (a 512 KiB one for a medium class) instead of letting it retire and be
- * purged. The busy bins refill at once. */
-static void heap_deferred(tes_heap_t *heap) {
+ * purged. The busy bins refill at once. Inlined into the malloc slow path:
+ * each check is a load and a test, and calls out only when there is work
+ * (as a call of its own, with the purge thread's and the purge's checks
+ * called too, it was 54 instructions of a 281-instruction slow path in the
+ * hardened fit-small row). */
+TES_INLINE void heap_deferred(tes_heap_t *heap) {
   if (atomic_load_explicit(&heap->delayed_free, memory_order_relaxed) != NULL) tes_heap_process_delayed(heap);
   if (atomic_load_explicit(&heap->first_class_deleted, memory_order_relaxed) != 0 && heap->is_default)
     tes_heap_process_deletes(heap);
@@ -671,23 +695,12 @@ static void heap_deferred(tes_heap_t *heap) {
     retire_kept(heap, now);
     purge_due_at(heap, now);
   } else {
-    tes_heap_purge_due(heap);
+    purge_due_if_pending(heap);
   }
 #endif
-  if ((++heap->slow_count & 7) == 0) {
-    tes_cache_purge(false);
-    sweep_other_heaps(tes_os_clock_ms());
-    /* One segment of an exited thread, whether or not a page is wanted:
-     * adopting frees its pages that other threads have emptied since
-     * (fresh_page adopts only when this heap needs a page, and under thread
-     * churn with hand-offs the abandoned segments piled up faster). */
-    tes_segment_t *seg = heap->is_default ? tes_abandoned_pop() : NULL;
-    if (seg != NULL) {
-      tes_heap_adopt_segment(heap, seg);
-      tes_stats_heap_reclaimed();
-    }
-  }
-  tes_purge_thread_start(); /* last: it may allocate (pthread_create), re-entering this path */
+  if ((++heap->slow_count & 7) == 0) heap_deferred_eighth(heap);
+  /* Last: it may allocate (pthread_create), re-entering this path. */
+  if (tes_unlikely(tes_opt(TES_OPTION_PURGE_THREAD))) tes_purge_thread_start();
 }
 
 /* ---- retire / full / unfull ---------------------------------------------------- */
