@@ -740,11 +740,32 @@ static bool page_to_full(tes_heap_t *heap, tes_page_t *page) {
     tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   }
   if (tes_tf_list(tf) != NULL) return false; /* collect it first; the tag may stay */
-  tes_heap_queue_remove(heap, page); /* unpins: used == live == reserved */
+  /* find_page moves only its class queue's head here: unlinked as a head,
+   * without tes_heap_queue_remove's general case (and its unpin: used is
+   * set below). */
+  unsigned c = page->class_index;
+  tes_page_queue_t *q = &heap->queues[c];
+  if (tes_likely(q->first == page)) {
+    q->first = page->next;
+    if (q->first != NULL) q->first->prev = NULL;
+    else q->last = NULL;
+    page->pinned = 0;
+    class_head_changed(heap, c);
+  } else {
+    tes_heap_queue_remove(heap, page); /* defensive */
+  }
   page->in_full = 1;
-  page->used = 1; /* trigger: the owner's next free into it calls out */
+  page->used = 1; /* trigger (used == live == reserved): the owner's next free into it calls out */
   queue_push_back(&heap->full, page);
   return true;
+}
+
+/* tes_heap_page_unfull of a page whose one block came back: out of line,
+ * so that the common case saves no registers. */
+static TES_NOINLINE void page_unfull_empty(tes_heap_t *heap, tes_page_t *page) {
+  page->in_use = 0;
+  tes_heap_fold_page(heap, page, false);
+  page_release(heap, page);
 }
 
 /* The owner freed a block into a full page (used went 1 -> 0). The
@@ -753,10 +774,8 @@ void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page) {
   queue_unlink(&heap->full, page);
   page->in_full = 0;
   page->used = page->reserved - 1;
-  if (page->used == 0) {
-    page->in_use = 0;
-    tes_heap_fold_page(heap, page, false);
-    page_release(heap, page);
+  if (tes_unlikely(page->used == 0)) {
+    page_unfull_empty(heap, page);
     return;
   }
   class_push_back(heap, page);
