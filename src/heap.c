@@ -66,14 +66,19 @@ void tes_heaps_after_fork_child(void) {
   }
 }
 
-/* Direct-table index range [lo, hi] served by class c (empty when lo > hi). */
-static void class_direct_range(unsigned c, size_t *lo, size_t *hi) {
-  size_t size = tes_class_size(c);
-  size_t prev = c == 0 ? 0 : tes_class_size(c - 1);
-  *lo = c == 0 ? 0 : prev / 16 + 1;
-  *hi = size / 16;
-  if (*hi > TES_DIRECT_COUNT - 1) *hi = TES_DIRECT_COUNT - 1;
-}
+/* The direct-table entries of class c: direct[DIRECT_FIRST(c)] up to and
+ * including direct[size / 16]. Only classes up to TES_DIRECT_MAX have any. */
+#define DIRECT_CLASSES 24 /* 16..256 in 16-byte steps, then four classes up to 512 and four up to 1024 */
+#define DIRECT_FIRST(c) ((c) == 0 ? 0 : TES_CLASS_SIZE_EXPR((c)-1) / 16 + 1)
+#define DIRECT_ENTRIES(c) (TES_CLASS_SIZE_EXPR(c) / 16 + 1 - DIRECT_FIRST(c))
+static_assert(TES_CLASS_SIZE_EXPR(DIRECT_CLASSES - 1) == TES_DIRECT_MAX, "the last class with direct entries");
+/* class_head_changed stores 1, 2, 4 or 8 entries without a loop. */
+static_assert(DIRECT_ENTRIES(0) == 2 && DIRECT_ENTRIES(1) == 1 && DIRECT_ENTRIES(15) == 1, "sizes 0-256");
+static_assert(DIRECT_ENTRIES(16) == 4 && DIRECT_ENTRIES(19) == 4, "sizes 257-512");
+static_assert(DIRECT_ENTRIES(20) == 8 && DIRECT_ENTRIES(23) == 8, "sizes 513-1024");
+#define DIRECT_FIRST_4(c) DIRECT_FIRST(c), DIRECT_FIRST((c) + 1), DIRECT_FIRST((c) + 2), DIRECT_FIRST((c) + 3)
+static const uint8_t direct_first[DIRECT_CLASSES] = {DIRECT_FIRST_4(0),  DIRECT_FIRST_4(4),  DIRECT_FIRST_4(8),
+                                                     DIRECT_FIRST_4(12), DIRECT_FIRST_4(16), DIRECT_FIRST_4(20)};
 
 /* ---- bins (default build) --------------------------------------------------- */
 tes_bin_t tes_bin_closed = {.head = TES_BIN_END}; /* room 0 for ever: retired, abandoned and secure pages */
@@ -250,14 +255,22 @@ static void pin(tes_page_t *page) {
   }
 }
 
-/* The head of class c changed: repoint the direct table, pin the new head. */
+/* The head of class c changed: repoint the direct table, pin the new head.
+ * The entries from a table and stored unrolled: with their range computed
+ * from the class sizes and stored in a loop, this was 48 instructions a
+ * call for the classes of 320-512 bytes (the hardened fit-small row moves
+ * a head once every two slow-path mallocs). */
 static void class_head_changed(tes_heap_t *heap, unsigned c) {
   tes_page_t *head = heap->queues[c].first;
   if (head != NULL) pin(head);
-  if (tes_class_size(c) <= TES_DIRECT_MAX) {
-    size_t lo, hi;
-    class_direct_range(c, &lo, &hi);
-    for (size_t i = lo; i <= hi; i++) heap->direct[i] = head ? head : &tes_page_empty;
+  if (c >= DIRECT_CLASSES) return;
+  tes_page_t *entry = head != NULL ? head : &tes_page_empty;
+  tes_page_t **d = &heap->direct[direct_first[c]];
+  d[0] = entry;
+  if (c == 0) d[1] = entry;
+  if (c >= 16) {
+    d[1] = d[2] = d[3] = entry;
+    if (c >= 20) d[4] = d[5] = d[6] = d[7] = entry;
   }
 }
 
