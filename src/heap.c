@@ -853,7 +853,7 @@ static tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
   for (int round = 0;; round++) {
     tes_page_t *page = heap->queues[c].first;
     while (page != NULL) {
-      if (tes_page_collect_pending(page)) tes_page_collect(page);
+      tes_page_collect_quick(page);
       if (page->free != NULL || tes_page_extend(page)) {
         if (page != heap->queues[c].first) { /* defensive: make it the head */
           tes_heap_queue_remove(heap, page);
