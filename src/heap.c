@@ -745,8 +745,10 @@ void tes_heap_page_emptied(tes_heap_t *heap, tes_page_t *page) {
  * NORMAL itself (tes_free_remote). So here the tag is often already set; if
  * a remote freer has reset it since, it has a block on its way through the
  * delayed list, which only this thread drains, after the page is in the
- * full queue: that block brings the page back. */
-static bool page_to_full(tes_heap_t *heap, tes_page_t *page) {
+ * full queue: that block brings the page back. Inlined into find_page, as
+ * the capacity test before tes_page_extend there: fit-large's slow path
+ * moves a page here nearly every time. */
+TES_INLINE bool page_to_full(tes_heap_t *heap, tes_page_t *page) {
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   if ((tf & TES_TF_MASK) != TES_TF_USE_DELAYED) {
     tes_page_set_delayed(page, TES_TF_USE_DELAYED);
@@ -856,7 +858,7 @@ TES_INLINE tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
     tes_page_t *page = heap->queues[c].first;
     while (page != NULL) {
       tes_page_collect_quick(page);
-      if (page->free != NULL || tes_page_extend(page)) {
+      if (page->free != NULL || (page->capacity < page->reserved && tes_page_extend(page))) {
         if (page != heap->queues[c].first) { /* defensive: make it the head */
           tes_heap_queue_remove(heap, page);
           tes_page_t *old = heap->queues[c].first;
