@@ -406,7 +406,7 @@ void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
   tes_heap_purge_schedule_pages(heap, tes_segment_of(page), (uint64_t)1 << page->index);
 }
 
-static void purge_due_at(tes_heap_t *heap, int64_t now) {
+TES_INLINE void purge_due_at(tes_heap_t *heap, int64_t now) { /* a load and a test on the slow path */
   if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) <= now) purge_expired(heap, now, false);
 }
 
@@ -705,7 +705,7 @@ TES_INLINE void heap_deferred(tes_heap_t *heap) {
 #else
   if (heap->keep_open) { /* one clock read for both, none when neither is pending */
     int64_t now = tes_os_clock_ms();
-    retire_kept(heap, now);
+    if (now >= heap->keep_due) retire_kept(heap, now);
     purge_due_at(heap, now);
   } else {
     purge_due_if_pending(heap);
