@@ -66,14 +66,19 @@ void tes_heaps_after_fork_child(void) {
   }
 }
 
-/* Direct-table index range [lo, hi] served by class c (empty when lo > hi). */
-static void class_direct_range(unsigned c, size_t *lo, size_t *hi) {
-  size_t size = tes_class_size(c);
-  size_t prev = c == 0 ? 0 : tes_class_size(c - 1);
-  *lo = c == 0 ? 0 : prev / 16 + 1;
-  *hi = size / 16;
-  if (*hi > TES_DIRECT_COUNT - 1) *hi = TES_DIRECT_COUNT - 1;
-}
+/* The direct-table entries of class c: direct[DIRECT_FIRST(c)] up to and
+ * including direct[size / 16]. Only classes up to TES_DIRECT_MAX have any. */
+#define DIRECT_CLASSES 24 /* 16..256 in 16-byte steps, then four classes up to 512 and four up to 1024 */
+#define DIRECT_FIRST(c) ((c) == 0 ? 0 : TES_CLASS_SIZE_EXPR((c)-1) / 16 + 1)
+#define DIRECT_ENTRIES(c) (TES_CLASS_SIZE_EXPR(c) / 16 + 1 - DIRECT_FIRST(c))
+static_assert(TES_CLASS_SIZE_EXPR(DIRECT_CLASSES - 1) == TES_DIRECT_MAX, "the last class with direct entries");
+/* class_head_changed stores 1, 2, 4 or 8 entries without a loop. */
+static_assert(DIRECT_ENTRIES(0) == 2 && DIRECT_ENTRIES(1) == 1 && DIRECT_ENTRIES(15) == 1, "sizes 0-256");
+static_assert(DIRECT_ENTRIES(16) == 4 && DIRECT_ENTRIES(19) == 4, "sizes 257-512");
+static_assert(DIRECT_ENTRIES(20) == 8 && DIRECT_ENTRIES(23) == 8, "sizes 513-1024");
+#define DIRECT_FIRST_4(c) DIRECT_FIRST(c), DIRECT_FIRST((c) + 1), DIRECT_FIRST((c) + 2), DIRECT_FIRST((c) + 3)
+static const uint8_t direct_first[DIRECT_CLASSES] = {DIRECT_FIRST_4(0),  DIRECT_FIRST_4(4),  DIRECT_FIRST_4(8),
+                                                     DIRECT_FIRST_4(12), DIRECT_FIRST_4(16), DIRECT_FIRST_4(20)};
 
 /* ---- bins (default build) --------------------------------------------------- */
 tes_bin_t tes_bin_closed = {.head = TES_BIN_END}; /* room 0 for ever: retired, abandoned and secure pages */
@@ -250,14 +255,22 @@ static void pin(tes_page_t *page) {
   }
 }
 
-/* The head of class c changed: repoint the direct table, pin the new head. */
+/* The head of class c changed: repoint the direct table, pin the new head.
+ * The entries from a table and stored unrolled: with their range computed
+ * from the class sizes and stored in a loop, this was 48 instructions a
+ * call for the classes of 320-512 bytes (the hardened fit-small row moves
+ * a head once every two slow-path mallocs). */
 static void class_head_changed(tes_heap_t *heap, unsigned c) {
   tes_page_t *head = heap->queues[c].first;
   if (head != NULL) pin(head);
-  if (tes_class_size(c) <= TES_DIRECT_MAX) {
-    size_t lo, hi;
-    class_direct_range(c, &lo, &hi);
-    for (size_t i = lo; i <= hi; i++) heap->direct[i] = head ? head : &tes_page_empty;
+  if (c >= DIRECT_CLASSES) return;
+  tes_page_t *entry = head != NULL ? head : &tes_page_empty;
+  tes_page_t **d = &heap->direct[direct_first[c]];
+  d[0] = entry;
+  if (c == 0) d[1] = entry;
+  if (c >= 16) {
+    d[1] = d[2] = d[3] = entry;
+    if (c >= 20) d[4] = d[5] = d[6] = d[7] = entry;
   }
 }
 
@@ -393,14 +406,17 @@ void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
   tes_heap_purge_schedule_pages(heap, tes_segment_of(page), (uint64_t)1 << page->index);
 }
 
-static void purge_due_at(tes_heap_t *heap, int64_t now) {
+TES_INLINE void purge_due_at(tes_heap_t *heap, int64_t now) { /* a load and a test on the slow path */
   if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) <= now) purge_expired(heap, now, false);
 }
 
-void tes_heap_purge_due(tes_heap_t *heap) {
+/* The clock is read only when a purge is pending (inlined into the slow path). */
+TES_INLINE void purge_due_if_pending(tes_heap_t *heap) {
   if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) != INT64_MAX)
     purge_due_at(heap, tes_os_clock_ms());
 }
+
+void tes_heap_purge_due(tes_heap_t *heap) { purge_due_if_pending(heap); }
 
 /* Every heap's retired pages due at `now`, or all of them when force:
  * the purge thread's round, a sweep from some thread's slow path, and
@@ -649,12 +665,33 @@ static tes_page_t *kept_take(tes_heap_t *heap, unsigned c) { (void)heap, (void)c
 static void kept_retire_all(tes_heap_t *heap) { (void)heap; }
 #endif
 
+/* heap_deferred's work of every eighth slow call: cached large spans and
+ * other heaps' due purges, and one segment of an exited thread. Out of
+ * line: the seven calls between pay only the count. */
+static TES_NOINLINE void heap_deferred_eighth(tes_heap_t *heap) {
+  tes_cache_purge(false);
+  sweep_other_heaps(tes_os_clock_ms());
+  /* One segment of an exited thread, whether or not a page is wanted:
+   * adopting frees its pages that other threads have emptied since
+   * (fresh_page adopts only when this heap needs a page, and under thread
+   * churn with hand-offs the abandoned segments piled up faster). */
+  tes_segment_t *seg = heap->is_default ? tes_abandoned_pop() : NULL;
+  if (seg != NULL) {
+    tes_heap_adopt_segment(heap, seg);
+    tes_stats_heap_reclaimed();
+  }
+}
+
 /* Work deferred to slow paths: remote frees into full pages, due purges,
  * and once per purge delay the bins: a block left in a bin keeps its page in
  * use, so a class the program stopped using would pin a page for good
  * (a 512 KiB one for a medium class) instead of letting it retire and be
- * purged. The busy bins refill at once. */
-static void heap_deferred(tes_heap_t *heap) {
+ * purged. The busy bins refill at once. Inlined into the malloc slow path:
+ * each check is a load and a test, and calls out only when there is work
+ * (as a call of its own, with the purge thread's and the purge's checks
+ * called too, it was 54 instructions of a 281-instruction slow path in the
+ * hardened fit-small row). */
+TES_INLINE void heap_deferred(tes_heap_t *heap) {
   if (atomic_load_explicit(&heap->delayed_free, memory_order_relaxed) != NULL) tes_heap_process_delayed(heap);
   if (atomic_load_explicit(&heap->first_class_deleted, memory_order_relaxed) != 0 && heap->is_default)
     tes_heap_process_deletes(heap);
@@ -668,26 +705,15 @@ static void heap_deferred(tes_heap_t *heap) {
 #else
   if (heap->keep_open) { /* one clock read for both, none when neither is pending */
     int64_t now = tes_os_clock_ms();
-    retire_kept(heap, now);
+    if (now >= heap->keep_due) retire_kept(heap, now);
     purge_due_at(heap, now);
   } else {
-    tes_heap_purge_due(heap);
+    purge_due_if_pending(heap);
   }
 #endif
-  if ((++heap->slow_count & 7) == 0) {
-    tes_cache_purge(false);
-    sweep_other_heaps(tes_os_clock_ms());
-    /* One segment of an exited thread, whether or not a page is wanted:
-     * adopting frees its pages that other threads have emptied since
-     * (fresh_page adopts only when this heap needs a page, and under thread
-     * churn with hand-offs the abandoned segments piled up faster). */
-    tes_segment_t *seg = heap->is_default ? tes_abandoned_pop() : NULL;
-    if (seg != NULL) {
-      tes_heap_adopt_segment(heap, seg);
-      tes_stats_heap_reclaimed();
-    }
-  }
-  tes_purge_thread_start(); /* last: it may allocate (pthread_create), re-entering this path */
+  if ((++heap->slow_count & 7) == 0) heap_deferred_eighth(heap);
+  /* Last: it may allocate (pthread_create), re-entering this path. */
+  if (tes_unlikely(tes_opt(TES_OPTION_PURGE_THREAD))) tes_purge_thread_start();
 }
 
 /* ---- retire / full / unfull ---------------------------------------------------- */
@@ -719,19 +745,42 @@ void tes_heap_page_emptied(tes_heap_t *heap, tes_page_t *page) {
  * NORMAL itself (tes_free_remote). So here the tag is often already set; if
  * a remote freer has reset it since, it has a block on its way through the
  * delayed list, which only this thread drains, after the page is in the
- * full queue: that block brings the page back. */
-static bool page_to_full(tes_heap_t *heap, tes_page_t *page) {
+ * full queue: that block brings the page back. Inlined into find_page, as
+ * the capacity test before tes_page_extend there: fit-large's slow path
+ * moves a page here nearly every time. */
+TES_INLINE bool page_to_full(tes_heap_t *heap, tes_page_t *page) {
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   if ((tf & TES_TF_MASK) != TES_TF_USE_DELAYED) {
     tes_page_set_delayed(page, TES_TF_USE_DELAYED);
     tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   }
   if (tes_tf_list(tf) != NULL) return false; /* collect it first; the tag may stay */
-  tes_heap_queue_remove(heap, page); /* unpins: used == live == reserved */
+  /* find_page moves only its class queue's head here: unlinked as a head,
+   * without tes_heap_queue_remove's general case (and its unpin: used is
+   * set below). */
+  unsigned c = page->class_index;
+  tes_page_queue_t *q = &heap->queues[c];
+  if (tes_likely(q->first == page)) {
+    q->first = page->next;
+    if (q->first != NULL) q->first->prev = NULL;
+    else q->last = NULL;
+    page->pinned = 0;
+    class_head_changed(heap, c);
+  } else {
+    tes_heap_queue_remove(heap, page); /* defensive */
+  }
   page->in_full = 1;
-  page->used = 1; /* trigger: the owner's next free into it calls out */
+  page->used = 1; /* trigger (used == live == reserved): the owner's next free into it calls out */
   queue_push_back(&heap->full, page);
   return true;
+}
+
+/* tes_heap_page_unfull of a page whose one block came back: out of line,
+ * so that the common case saves no registers. */
+static TES_NOINLINE void page_unfull_empty(tes_heap_t *heap, tes_page_t *page) {
+  page->in_use = 0;
+  tes_heap_fold_page(heap, page, false);
+  page_release(heap, page);
 }
 
 /* The owner freed a block into a full page (used went 1 -> 0). The
@@ -740,10 +789,8 @@ void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page) {
   queue_unlink(&heap->full, page);
   page->in_full = 0;
   page->used = page->reserved - 1;
-  if (page->used == 0) {
-    page->in_use = 0;
-    tes_heap_fold_page(heap, page, false);
-    page_release(heap, page);
+  if (tes_unlikely(page->used == 0)) {
+    page_unfull_empty(heap, page);
     return;
   }
   class_push_back(heap, page);
@@ -802,14 +849,16 @@ static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c, bool adopt, bool *re
  * page of our own, so pages of class c that arrive full with adopted
  * segments cannot make a malloc fail while memory is left (before, four
  * rounds of adoptions that brought only full pages returned NULL: 1 run in
- * 20 of larson with 8 threads). */
+ * 20 of larson with 8 threads). Inlined into its two callers: the call
+ * and the registers it saved were 22 instructions of every slow-path
+ * malloc (1.6 KB more code). */
 #define FIND_PAGE_ADOPT_ROUNDS 4
-static tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
+TES_INLINE tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
   for (int round = 0;; round++) {
     tes_page_t *page = heap->queues[c].first;
     while (page != NULL) {
-      tes_page_collect(page);
-      if (page->free != NULL || tes_page_extend(page)) {
+      tes_page_collect_quick(page);
+      if (page->free != NULL || (page->capacity < page->reserved && tes_page_extend(page))) {
         if (page != heap->queues[c].first) { /* defensive: make it the head */
           tes_heap_queue_remove(heap, page);
           tes_page_t *old = heap->queues[c].first;
@@ -845,8 +894,10 @@ static tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
 }
 
 /* Hand out the first free block of page (NULL page: out of memory), zeroed
- * when asked unless the page knows its free blocks are still zero. */
-static void *page_take_block(tes_heap_t *heap, tes_page_t *page, size_t requested, bool zero) {
+ * when asked unless the page knows its free blocks are still zero. Inlined
+ * (the hardened build called it: 13 of the slow path's instructions in
+ * fit-small were that call's). */
+TES_INLINE void *page_take_block(tes_heap_t *heap, tes_page_t *page, size_t requested, bool zero) {
   if (tes_unlikely(page == NULL)) {
     heap->counters.malloc_failed++;
     errno = ENOMEM;

@@ -136,13 +136,7 @@ static size_t page_collect(tes_page_t *page) {
       page->local_free = list;
     }
   }
-  if (page->free == NULL && page->local_free != NULL) {
-    /* Every carved block that is not live is now on local_free. */
-    page->installed += page->capacity - tes_page_live(page);
-    page->free = page->local_free;
-    page->local_free = NULL;
-    page->free_is_zero = 0;
-  }
+  tes_page_free_from_local(page); /* every carved block that is not live is now on local_free */
   return remote;
 }
 

@@ -40,3 +40,18 @@ function(tessera_add_large_cycle_budget test_name library_target)
             $<TARGET_FILE:large_cycle_bench> $<TARGET_FILE:${library_target}> ${ARGN})
   set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endfunction()
+
+# Instructions per call of the malloc slow path (tes_heap_malloc_generic and
+# everything it calls) in LIBRARY_TARGET preloaded, on slowpath_budget's
+# fit-large-like workload (tests/lib/slowpath_budget.sh). Skipped (77) when
+# valgrind is missing.
+function(tessera_add_slowpath_budget test_name budget library_target)
+  if(NOT TARGET slowpath_budget)
+    add_executable(slowpath_budget ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.c)
+    target_compile_options(slowpath_budget PRIVATE -O2 -fno-builtin)
+  endif()
+  add_test(NAME ${test_name}
+    COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.sh ${budget}
+            $<TARGET_FILE:slowpath_budget> $<TARGET_FILE:${library_target}>)
+  set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endfunction()
