@@ -369,10 +369,6 @@ int64_t tes_os_clock_ms(void) {
 
 long tes_os_thread_id(void) { return (long)syscall(SYS_gettid); }
 
-/* The main thread's state in /proc/self/stat is Z once it has exited while
- * other threads run (pthread_exit from main): its task stays a zombie, and
- * signals, tgkill's probe among them, still reach it, until the process
- * ends. */
 /* /proc/self/stat into text, NUL-terminated; false if it cannot be read.
  * Raw system calls: open, read and close are cancellation points, and the
  * reaper asks (tes_os_thread_alive) with late_lock held. A thread with a
@@ -389,6 +385,10 @@ static bool read_self_stat(char *text, size_t size) {
   return true;
 }
 
+/* The main thread's state in /proc/self/stat is Z once it has exited while
+ * other threads run (pthread_exit from main): its task stays a zombie, and
+ * signals, tgkill's probe among them, still reach it, until the process
+ * ends. */
 static bool main_thread_exited(void) {
   char text[512];
   if (!read_self_stat(text, sizeof text)) return false;
