@@ -369,18 +369,29 @@ int64_t tes_os_clock_ms(void) {
 
 long tes_os_thread_id(void) { return (long)syscall(SYS_gettid); }
 
+/* /proc/self/stat into text, NUL-terminated; false if it cannot be read.
+ * Raw system calls: open, read and close are cancellation points, and the
+ * reaper asks (tes_os_thread_alive) with late_lock held. A thread with a
+ * deferred cancel pending that reaped (malloc_trim, its first malloc) was
+ * unwound there with the lock taken, and every later reap, malloc_trim and
+ * fork spun on it for ever. */
+static bool read_self_stat(char *text, size_t size) {
+  long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  long n = syscall(SYS_read, fd, text, size - 1);
+  syscall(SYS_close, fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  return true;
+}
+
 /* The main thread's state in /proc/self/stat is Z once it has exited while
  * other threads run (pthread_exit from main): its task stays a zombie, and
  * signals, tgkill's probe among them, still reach it, until the process
  * ends. */
 static bool main_thread_exited(void) {
   char text[512];
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0) return false;
-  text[n] = '\0';
+  if (!read_self_stat(text, sizeof text)) return false;
   const char *p = strrchr(text, ')'); /* comm may hold blanks and parentheses */
   return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
@@ -399,12 +410,7 @@ void tes_os_yield(void) { sched_yield(); }
 
 long tes_os_thread_count(void) {
   char text[1024];
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  text[n] = '\0';
+  if (!read_self_stat(text, sizeof text)) return -1;
   /* pid (comm) state ppid ...: comm may hold blanks and parentheses, so count
    * fields from the last ')'. The state (field 3) is the main thread's; Z
    * when it has exited while others run. num_threads is field 20. */

@@ -1,5 +1,5 @@
 /* api_cancel.c — a deferred pthread_cancel that is pending when a thread
- * enters the allocator must not act inside it (two scenarios, below).
+ * enters the allocator must not act inside it (three scenarios, below).
  *
  * The allocator holds locks while it may write a message (with
  * TESSERA_VERBOSE, "out of memory" is noted under the heap's purge lock).
@@ -127,6 +127,65 @@ static int child_report(int kind) {
   return info.arena > 0 ? 0 : 5;
 }
 
+/* A heap whose thread left first-class heaps waits on the late list until
+ * the thread is gone, and the reaper (malloc_trim, a thread's first malloc,
+ * fork) asks, with the list's lock held; for the main thread, whose task
+ * stays a zombie after pthread_exit, it reads /proc/self/stat. open, read
+ * and close are cancellation points: a reaper with a cancel pending was
+ * unwound there with the lock taken, and the next malloc_trim or fork spun
+ * for ever. Here the child's main thread leaves a heap and calls
+ * pthread_exit; a worker cancels itself and calls malloc_trim, which must
+ * return (the cancel acts at its pthread_testcancel); the monitor then
+ * trims and forks. */
+static bool main_thread_gone(void) {
+  char text[512];
+  int fd = open("/proc/self/stat", O_RDONLY);
+  ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+  if (fd >= 0) close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  const char *p = strrchr(text, ')');
+  return p != NULL && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static atomic_int reaper_ready, reaper_trimmed;
+
+static void *reaper(void *unused) {
+  (void)unused;
+  free(malloc(10)); /* its heap made now: a thread's first malloc reaps too */
+  atomic_store(&reaper_ready, 1);
+  while (!main_thread_gone()) api_sleep_ms(1);
+  pthread_cancel(pthread_self()); /* pending: acts at the next cancellation point */
+  malloc_trim(0);                 /* reaps the main thread's late heap */
+  atomic_store(&reaper_trimmed, 1);
+  pthread_testcancel();
+  return NULL;
+}
+
+static void *reap_monitor(void *arg) {
+  pthread_t worker = *(pthread_t *)arg;
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 5;
+  void *result = NULL;
+  if (pthread_timedjoin_np(worker, &result, &deadline) != 0) _exit(1);
+  malloc_trim(0); /* spun for ever on the lock the cancelled reaper left taken */
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int status;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) _exit(2);
+  exit(result == PTHREAD_CANCELED && atomic_load(&reaper_trimmed) ? 0 : 4);
+}
+
+static void child_reap(void) {
+  if (tes_heap_new() == NULL) _exit(3); /* left to the thread's exit: its heap waits on the late list */
+  static pthread_t worker, monitor;
+  if (pthread_create(&worker, NULL, reaper, NULL) != 0 || pthread_create(&monitor, NULL, reap_monitor, &worker) != 0)
+    _exit(3);
+  while (!atomic_load(&reaper_ready)) api_sleep_ms(1);
+  pthread_exit(NULL);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -161,5 +220,16 @@ int main(int argc, char **argv) {
           "mallinfo2 or fork spun on the report scratch; 1: the reporter did not end)", reports[kind],
           WIFSIGNALED(status) ? "signal" : "exit", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
   }
+  fflush(stdout);
+  pid = fork();
+  REQUIRE(pid >= 0, "fork");
+  if (pid == 0) {
+    alarm(10); /* malloc_trim or fork spinning on the late list's lock ends as SIGALRM */
+    child_reap();
+  }
+  REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reaper cancelled: %s %d (SIGALRM 14: a later malloc_trim "
+        "or fork spun on the late list's lock; 1: the reaper did not end; 4: it was not cancelled after its trim)",
+        WIFSIGNALED(status) ? "signal" : "exit", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
   return api_finish("api_cancel");
 }
