@@ -97,14 +97,23 @@ static void check_pages(void) {
   tes_os_counters(&after);
   CHECK(after.purged_bytes - before.purged_bytes >= (4 << 20), "only %llu bytes purged",
         (unsigned long long)(after.purged_bytes - before.purged_bytes));
+  int64_t retake_start = tes_os_clock_ms();
   for (int i = 0; i < COUNT; i++)
     if (i % KEEP_EVERY != 0) {
       blocks[i] = malloc(512);
       REQUIRE(blocks[i] != NULL, "malloc");
       memset(blocks[i], 2, 512);
     }
-  CHECK(tes_purge_delay_current() == 2 * BASE, "pages purged and retaken at once: delay %ld",
-        tes_purge_delay_current());
+  /* The retakes are one burst, which doubles the delay once, when they take
+   * less than a base delay; a loaded machine can stretch them over two
+   * bursts (a second doubling, as the rules above say), never more. */
+  int64_t retake_ms = tes_os_clock_ms() - retake_start;
+  long delay = tes_purge_delay_current();
+  if (retake_ms < BASE)
+    CHECK(delay == 2 * BASE, "pages purged and retaken at once: delay %ld", delay);
+  else
+    CHECK(delay == 2 * BASE || delay == 4 * BASE, "pages purged and retaken over %lld ms: delay %ld",
+          (long long)retake_ms, delay);
   for (int i = 0; i < COUNT; i++) free(blocks[i]);
 }
 
