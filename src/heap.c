@@ -636,7 +636,7 @@ static void kept_purge_locked(tes_heap_t *heap, int64_t now, bool force) {
       page->free = NULL;
       page->local_free = NULL;
       page->free_is_zero = 0;
-      page->capacity = 0; /* no block of it passes tes_secure_free_quick's capacity test */
+      tes_page_capacity_set(page, 0); /* no block of it passes tes_secure_free_quick's capacity test */
       page->purge_expire = force ? 0 : now; /* for tes_purge_note_retake when it is carved again */
       tes_segment_purge_kept(page);
     }

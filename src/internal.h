@@ -181,6 +181,21 @@ struct tes_page_s {
 static_assert(offsetof(tes_page_t, next) == 64, "the fast-path fields fill exactly the first cache line");
 static_assert(offsetof(tes_page_t, xthread_free) == 128, "the owner's fields fill two cache lines");
 
+/* `capacity` is written by the page's owner (tes_page_extend raises it; a
+ * page set up or retired sets it) while the hardened build's frees from
+ * other threads read it for their block test (tes_secure_check_free): those
+ * writes and reads are relaxed atomics (plain moves on x86-64), so there is
+ * no data race. The owner's own reads stay plain, as on its fast path: no
+ * other thread writes the field of a page the owner uses (the kept pages'
+ * purge writes it under the purge lock, under which alone the owner reads
+ * them again). Relaxed is enough: the value only grows while the page is in
+ * use, and a block another thread frees was carved before the program
+ * handed it over. */
+#define tes_page_capacity_set(page, n) __atomic_store_n(&(page)->capacity, (uint32_t)(n), __ATOMIC_RELAXED)
+TES_INLINE uint32_t tes_page_capacity_any_thread(const tes_page_t *page) {
+  return __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
+}
+
 /* ---- segment ------------------------------------------------------------- */
 struct tes_segment_s {
   _Atomic uintptr_t thread_id; /* owner thread's heap id; TES_TID_SHARED if none */
@@ -764,15 +779,24 @@ TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested
  * which finds out what is wrong and reports it. */
 /* p is a carved block's start and its size word records a requested size
  * (not the freed tag, not overwritten): *requested. Small/medium pages. */
-TES_INLINE bool tes_secure_recorded_size(const tes_page_t *page, const void *p, uint32_t *requested) {
+/* any_thread (a constant): the caller may not be the page's owner, which
+ * may be raising capacity meanwhile (tes_page_capacity_any_thread). */
+TES_INLINE bool tes_secure_recorded_size_from(const tes_page_t *page, const void *p, uint32_t *requested,
+                                              bool any_thread) {
   size_t index;
   /* The index of an offset below 2^32 is below 2^32: compared in 32 bits,
    * capacity is a memory operand (no load into a register of its own). */
-  if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= page->capacity) return false;
+  if (!tes_secure_block_index(page, p, &index)) return false;
+  if ((uint32_t)index >= (any_thread ? tes_page_capacity_any_thread(page) : page->capacity)) return false;
   memcpy(requested, (const uint8_t *)p + page->block_size - sizeof *requested, sizeof *requested);
   /* A sum (no overflow: a 32-bit size in 64 bits) rather than block_size -
    * TES_PADDING: malloc_usable_size's path is one instruction shorter. */
   return (size_t)*requested + TES_PADDING <= page->block_size;
+}
+
+/* The owner's (fast paths). */
+TES_INLINE bool tes_secure_recorded_size(const tes_page_t *page, const void *p, uint32_t *requested) {
+  return tes_secure_recorded_size_from(page, p, requested, false);
 }
 
 /* The canary right after a small/medium block's recorded size is intact. */
@@ -782,15 +806,16 @@ TES_INLINE bool tes_secure_canary_ok(const tes_page_t *page, const void *p, uint
   return canary == (uint32_t)page->keys[1];
 }
 
-TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
+TES_INLINE bool tes_secure_free_quick_from(const tes_page_t *page, void *p, bool any_thread) {
   uint32_t requested;
-  if (!tes_secure_recorded_size(page, p, &requested)) return false; /* not a block, freed already, or overwritten */
+  if (!tes_secure_recorded_size_from(page, p, &requested, any_thread)) return false; /* not a block, freed already, or overwritten */
   if (!tes_secure_canary_ok(page, p, requested)) return false;
   uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(uint32_t);
   uint32_t tag = TES_FREED_TAG32;
   memcpy(size_word, &tag, sizeof tag);
   return true;
 }
+TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) { return tes_secure_free_quick_from(page, p, false); }
 
 /* The same checks, reporting what is wrong (secure.c): false when p must not
  * be freed (invalid or double free); an overflow is reported and the block

@@ -57,7 +57,7 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
     tes_report_unowned(p);
     return false;
   }
-  if (!tes_secure_block_index(page, p, &index) || index >= page->capacity) {
+  if (!tes_secure_block_index(page, p, &index) || index >= tes_page_capacity_any_thread(page)) {
     tes_report_error(TES_ERR_INVALID_FREE, p, page);
     return false;
   }
@@ -170,7 +170,7 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
     tes_secure_check_padding(page, p);
     return true;
   }
-  return tes_secure_free_quick(page, p) || tes_secure_free_verdict(page, p);
+  return tes_secure_free_quick_from(page, p, true) || tes_secure_free_verdict(page, p); /* any thread */
 }
 
 /* ---- keys and allocation order ------------------------------------------------ */
