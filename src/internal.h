@@ -372,7 +372,8 @@ struct tes_heap_s {
                                          * (atomic: another thread may destroy or delete one while its thread makes more) */
   _Atomic uint32_t first_class_deleted; /* default heap: those another thread deleted, which this thread moves in
                                          * (tes_heap_process_deletes): only the owner may touch their pages */
-  _Atomic bool delete_requested;        /* first-class heap: deleted by another thread, not moved yet */
+  _Atomic bool delete_requested;        /* first-class heap: deleted or destroyed by another thread, not done yet */
+  _Atomic bool destroy_requested;       /* first-class heap: that request is a destroy (its blocks are freed) */
   bool is_default;
   bool is_static;
   uintptr_t key;                        /* secure: per-heap random */

@@ -63,8 +63,10 @@ if(TARGET tessera_secure)
   # api_large_front_race.secure: that front purged by another thread while
   # the block is realloc'd in place (also sanitize.lib_large_front_race);
   # api_remote_extend_race.secure: remote frees into pages their owner is
-  # carving (also sanitize.lib_remote_extend_race).
-  foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race)
+  # carving (also sanitize.lib_remote_extend_race); api_heap_destroy_mt.secure:
+  # heaps destroyed by another thread (also sanitize.lib_heap_destroy_race).
+  foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
+          api_heap_destroy_mt)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
