@@ -314,10 +314,15 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
 /* ---- heap ------------------------------------------------------------------ */
 #define TES_SLICE_SHIFT 16 /* 64 KiB slices */
 #define TES_SLICE_SLOTS 1024
+/* A spin lock that knows its holder (the address of the holding thread's
+ * tes_tls_heap slot, as tes_fork_holder names a thread; NULL when free), so
+ * that a thread asking for a lock it holds already, which would wait for
+ * ever, is reported instead: malloc from a signal handler that interrupted
+ * the allocator on its own thread (tes_lock_reentered). */
 typedef struct tes_lock_s {
-  _Atomic int state;
+  _Atomic(const void *) holder;
 } tes_lock_t;
-#define TES_LOCK_INIT {0}
+#define TES_LOCK_INIT {NULL}
 
 struct tes_heap_s {
   tes_page_t *direct[TES_DIRECT_COUNT]; /* fast path: size -> page with free blocks */
@@ -422,26 +427,37 @@ extern _Atomic(tes_heap_t *const *) tes_fork_holder;
 static inline bool tes_holds_fork_locks(void) {
   return tes_unlikely(atomic_load_explicit(&tes_fork_holder, memory_order_relaxed) == &tes_tls_heap);
 }
+/* The calling thread holds `lock` and asks for it again: one line on
+ * stderr, then abort, whatever TESSERA_ABORT_ON_ERROR says (going on would
+ * wait for ever). free.c. */
+_Noreturn void tes_lock_reentered(const tes_lock_t *lock);
 static inline void tes_lock(tes_lock_t *lock) {
   if (tes_holds_fork_locks()) return;
+  const void *self = &tes_tls_heap;
   for (unsigned spins = 0;; spins++) {
-    if (atomic_load_explicit(&lock->state, memory_order_relaxed) == 0 &&
-        atomic_exchange_explicit(&lock->state, 1, memory_order_acquire) == 0)
+    const void *holder = atomic_load_explicit(&lock->holder, memory_order_relaxed);
+    if (holder == NULL && atomic_compare_exchange_weak_explicit(&lock->holder, &holder, self, memory_order_acquire,
+                                                                memory_order_relaxed))
       return;
+    /* Only this thread writes its own name there, and clears it before it
+     * lets go: seeing it means this thread holds the lock (it was
+     * interrupted while holding it, and re-entered). */
+    if (tes_unlikely(holder == self)) tes_lock_reentered(lock);
     if (spins > 32) tes_os_yield();
     else __builtin_ia32_pause();
   }
 }
 static inline bool tes_trylock(tes_lock_t *lock) {
   if (tes_holds_fork_locks()) return true;
-  return atomic_load_explicit(&lock->state, memory_order_relaxed) == 0 &&
-         atomic_exchange_explicit(&lock->state, 1, memory_order_acquire) == 0;
+  const void *holder = atomic_load_explicit(&lock->holder, memory_order_relaxed);
+  return holder == NULL && atomic_compare_exchange_strong_explicit(&lock->holder, &holder, (const void *)&tes_tls_heap,
+                                                                   memory_order_acquire, memory_order_relaxed);
 }
 static inline void tes_unlock(tes_lock_t *lock) {
   if (tes_holds_fork_locks()) return;
-  atomic_store_explicit(&lock->state, 0, memory_order_release);
+  atomic_store_explicit(&lock->holder, NULL, memory_order_release);
 }
-static inline void tes_lock_reset(tes_lock_t *lock) { atomic_store(&lock->state, 0); }
+static inline void tes_lock_reset(tes_lock_t *lock) { atomic_store(&lock->holder, NULL); }
 
 /* ---- small helpers --------------------------------------------------------- */
 static inline long tes_opt(tes_option_t o) { return tes_option_values[o]; }

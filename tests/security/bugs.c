@@ -15,11 +15,13 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static void *launder(void *p) {
@@ -288,6 +290,38 @@ static int colliding_blocks(char **p, char **q) {
       return 1;
     }
   }
+  return 0;
+}
+
+/* A SIGALRM handler that allocates (undefined behaviour in POSIX: malloc is
+ * not async-signal-safe) and the loop it interrupts, which allocates,
+ * frees and trims: sooner or later the handler runs while the loop holds
+ * one of the allocator's locks (a trim's purge, a page taken or retired). */
+static volatile sig_atomic_t handler_calls;
+static void allocating_handler(int sig) {
+  (void)sig;
+  unsigned n = (unsigned)handler_calls++;
+  char *p = malloc(16 + (size_t)(n * 97 % 4000));
+  if (p) p[0] = 1;
+  free(p);
+}
+
+static int signal_reentry(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = allocating_handler;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGALRM, &sa, NULL) != 0) return 1;
+  struct itimerval every = {{0, 50}, {0, 50}}; /* 20 kHz */
+  setitimer(ITIMER_REAL, &every, NULL);
+  enum { N = 2000 };
+  static char *blocks[N];
+  for (long round = 0; round < 200000; round++) {
+    for (int i = 0; i < N; i++) blocks[i] = malloc(16 + (size_t)((i * 37 + round) % 8000));
+    for (int i = 0; i < N; i++) free(blocks[i]);
+    malloc_trim(0);
+  }
+  printf("200000 rounds without a re-entered lock (%d signals)\n", (int)handler_calls);
   return 0;
 }
 
@@ -856,6 +890,8 @@ static int scenario(const char *name) {
     }
     printf("foreign memory never handed out\n");
     return keep_working();
+  } else if (strcmp(name, "signal_reentry") == 0) {
+    return signal_reentry();
   } else {
     fprintf(stderr, "bugs: unknown scenario '%s'\n", name);
     return 2;
