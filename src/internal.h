@@ -796,24 +796,15 @@ TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested
  * which finds out what is wrong and reports it. */
 /* p is a carved block's start and its size word records a requested size
  * (not the freed tag, not overwritten): *requested. Small/medium pages. */
-/* any_thread (a constant): the caller may not be the page's owner, which
- * may be raising capacity meanwhile (tes_page_capacity_any_thread). */
-TES_INLINE bool tes_secure_recorded_size_from(const tes_page_t *page, const void *p, uint32_t *requested,
-                                              bool any_thread) {
+TES_INLINE bool tes_secure_recorded_size(const tes_page_t *page, const void *p, uint32_t *requested) {
   size_t index;
   /* The index of an offset below 2^32 is below 2^32: compared in 32 bits,
    * capacity is a memory operand (no load into a register of its own). */
-  if (!tes_secure_block_index(page, p, &index)) return false;
-  if ((uint32_t)index >= (any_thread ? tes_page_capacity_any_thread(page) : page->capacity)) return false;
+  if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= page->capacity) return false;
   memcpy(requested, (const uint8_t *)p + page->block_size - sizeof *requested, sizeof *requested);
   /* A sum (no overflow: a 32-bit size in 64 bits) rather than block_size -
    * TES_PADDING: malloc_usable_size's path is one instruction shorter. */
   return (size_t)*requested + TES_PADDING <= page->block_size;
-}
-
-/* The owner's (fast paths). */
-TES_INLINE bool tes_secure_recorded_size(const tes_page_t *page, const void *p, uint32_t *requested) {
-  return tes_secure_recorded_size_from(page, p, requested, false);
 }
 
 /* The canary right after a small/medium block's recorded size is intact. */
@@ -823,16 +814,39 @@ TES_INLINE bool tes_secure_canary_ok(const tes_page_t *page, const void *p, uint
   return canary == (uint32_t)page->keys[1];
 }
 
-TES_INLINE bool tes_secure_free_quick_from(const tes_page_t *page, void *p, bool any_thread) {
+TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
   uint32_t requested;
-  if (!tes_secure_recorded_size_from(page, p, &requested, any_thread)) return false; /* not a block, freed already, or overwritten */
+  if (!tes_secure_recorded_size(page, p, &requested)) return false; /* not a block, freed already, or overwritten */
   if (!tes_secure_canary_ok(page, p, requested)) return false;
+  /* A plain write of the tag, after a plain read of the size: the owner's
+   * free and another thread's free of the block at the same moment can
+   * both pass. An atomic exchange here (a locked instruction, no more
+   * instructions) made the hardened malloc+free pair 1.6-1.8x as slow
+   * (RELIABILITY.md, fourteenth session). */
   uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(uint32_t);
   uint32_t tag = TES_FREED_TAG32;
   memcpy(size_word, &tag, sizeof tag);
   return true;
 }
-TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) { return tes_secure_free_quick_from(page, p, false); }
+
+/* tes_secure_free_quick for a free from any thread (tes_secure_check_free:
+ * already off the fast path, with a CAS of its own to come). The tag goes
+ * in and the recorded size comes out in one atomic exchange, so that of two
+ * such threads freeing the block at the same moment, the second finds the
+ * tag and goes to tes_secure_free_verdict, which reports the double free.
+ * Judged after the exchange: a size word that fails is put back as it was
+ * (unless it was the tag) for the verdict to judge. The word is 4-byte
+ * aligned (block starts and block sizes are multiples of 16). */
+TES_INLINE bool tes_secure_free_quick_any_thread(const tes_page_t *page, void *p) {
+  size_t index;
+  if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= tes_page_capacity_any_thread(page)) return false;
+  uint32_t *size_word = (uint32_t *)((uint8_t *)p + page->block_size - sizeof(uint32_t));
+  uint32_t requested = __atomic_exchange_n(size_word, TES_FREED_TAG32, __ATOMIC_RELAXED);
+  if (tes_likely((size_t)requested + TES_PADDING <= page->block_size && tes_secure_canary_ok(page, p, requested)))
+    return true;
+  if (requested != TES_FREED_TAG32) __atomic_store_n(size_word, requested, __ATOMIC_RELAXED);
+  return false;
+}
 
 /* The same checks, reporting what is wrong (secure.c): false when p must not
  * be freed (invalid or double free); an overflow is reported and the block
