@@ -148,7 +148,11 @@ tes_heap_t *tes_heap_new(void);
 void *tes_heap_malloc(tes_heap_t *heap, size_t size);
 void *tes_heap_calloc(tes_heap_t *heap, size_t count, size_t size);
 void *tes_heap_realloc(tes_heap_t *heap, void *ptr, size_t size);
-/* Free every block of the heap at once, then the heap itself. */
+/* Free every block of the heap at once, then the heap itself. Called by
+ * another thread, the heap is only marked (its blocks are dead at once all
+ * the same): its thread frees them on its next allocation slow path,
+ * tes_heap_new, tes_collect or exit, since only it may change the table
+ * that lists its heaps' pages. */
 void tes_heap_destroy(tes_heap_t *heap);
 /* Delete the heap but keep its live blocks alive: they move to the default
  * heap of the heap's thread and are freed normally later (from any thread).

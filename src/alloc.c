@@ -184,7 +184,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
      * TESSERA_ABORT_ON_ERROR=0 the call fails and p is left alone. An
      * overflow is reported and the block still moves. */
     size_t index;
-    bool block = tes_secure_block_index(page, p, &index) && index < page->capacity;
+    bool block = tes_secure_block_index(page, p, &index) && index < tes_page_capacity_any_thread(page);
     if (!block) tes_report_error(TES_ERR_INVALID_FREE, p, page);
     if (!block || !tes_secure_check_padding(page, p)) {
       counters->failed_calls++;

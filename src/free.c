@@ -271,6 +271,13 @@ void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *pa
   if (tes_opt(TES_OPTION_ABORT_ON_ERROR)) tes_os_abort();
 }
 
+_Noreturn void tes_lock_reentered(const tes_lock_t *lock) {
+  tes_message("error: allocator re-entered in thread %ld while that thread holds its lock %p (malloc or free in a "
+              "signal handler that interrupted the allocator?)",
+              tes_os_thread_id(), (const void *)lock);
+  tes_os_abort();
+}
+
 /* No live block starts at p and no page in use holds it. If p is a large
  * block freed recently (large.c's ring), this is its second free: its
  * segment left the segment map at the first one (cached or unmapped), so

@@ -652,7 +652,7 @@ static void kept_purge_locked(tes_heap_t *heap, int64_t now, bool force) {
       page->free = NULL;
       page->local_free = NULL;
       page->free_is_zero = 0;
-      page->capacity = 0; /* no block of it passes tes_secure_free_quick's capacity test */
+      tes_page_capacity_set(page, 0); /* no block of it passes tes_secure_free_quick's capacity test */
       page->purge_expire = force ? 0 : now; /* for tes_purge_note_retake when it is carved again */
       tes_segment_purge_kept(page);
     }
@@ -1069,22 +1069,26 @@ static tes_heap_t *first_class_of(const tes_heap_t *owner, bool deleted_only) {
   return found;
 }
 
-/* Move a first-class heap's pages into its thread's default heap and let
- * the struct go (on that thread, or once it is gone). */
+/* Move a first-class heap's pages into its thread's default heap, or free
+ * them all when another thread destroyed it, and let the struct go (on that
+ * thread, or once it is gone). */
 static void delete_into(tes_heap_t *fc, tes_heap_t *heap) {
   bool requested = atomic_load_explicit(&fc->delete_requested, memory_order_acquire);
-  tes_heap_move_pages(fc, heap);
+  if (requested && atomic_load_explicit(&fc->destroy_requested, memory_order_relaxed)) tes_heap_free_all(fc);
+  else tes_heap_move_pages(fc, heap);
   tes_stats_fold_heap(fc);
   atomic_fetch_sub_explicit(requested ? &heap->first_class_deleted : &heap->first_class_heaps, 1,
                             memory_order_relaxed);
   tes_heap_release_struct(fc);
 }
 
-/* tes_heap_delete from another thread only marks the heap: its owner frees
- * its blocks locally (the owner's slice table lists its pages) with no
- * atomics, so moving the pages under it lost blocks and corrupted the
- * lists. The owner moves them here, from its slow path, tes_heap_new,
- * tes_collect, or its exit. */
+/* tes_heap_delete and tes_heap_destroy from another thread only mark the
+ * heap: its owner frees its blocks locally (the owner's slice table lists
+ * its pages) with no atomics, so moving the pages under it lost blocks and
+ * corrupted the lists, and the destroy's clearing of the heap's slice
+ * entries raced with the owner's own updates of its table. The owner moves
+ * or frees them here, from its slow path, tes_heap_new, tes_collect, or its
+ * exit. */
 void tes_heap_process_deletes(tes_heap_t *heap) {
   while (atomic_load_explicit(&heap->first_class_deleted, memory_order_acquire) > 0) {
     tes_heap_t *fc = first_class_of(heap, true);

@@ -4,8 +4,8 @@
  * creating thread's id, so blocks from it are freed by plain free() from any
  * thread (the owner's frees are local, others' are remote hand-offs).
  * tes_heap_destroy returns all its segments at once; tes_heap_delete moves
- * its pages to its thread's default heap (at once on that thread, else on
- * that thread's next slow path: tes_heap_process_deletes). tes_heap_visit walks live blocks:
+ * its pages to its thread's default heap (both at once on that thread, else
+ * on that thread's next slow path: tes_heap_process_deletes). tes_heap_visit walks live blocks:
  * a block is live when it is carved and on none of its page's free lists.
  * Called by applications; never used internally. */
 #include "alloc_inline.h"
@@ -41,8 +41,24 @@ TES_API void *tes_heap_realloc(tes_heap_t *heap, void *p, size_t size) {
   return tes_realloc_in(heap ? heap : tes_tls_heap, p, size);
 }
 
+/* Another thread's heap: its thread may be freeing blocks of it right now,
+ * locally and without atomics, and its slice table (which lists the heap's
+ * pages) is that thread's alone to write, so only it may move the pages (to
+ * its default heap) or free them: tes_heap_process_deletes. Counted first,
+ * then marked, then uncounted: the owner never sees neither. */
+static bool leave_to_owner(tes_heap_t *heap, bool destroy) {
+  tes_heap_t *owner = heap->thread_default;
+  if (tes_tls_heap == owner) return false;
+  atomic_fetch_add_explicit(&owner->first_class_deleted, 1, memory_order_acq_rel);
+  atomic_store_explicit(&heap->destroy_requested, destroy, memory_order_relaxed); /* published by the next store */
+  atomic_store_explicit(&heap->delete_requested, true, memory_order_release);
+  atomic_fetch_sub_explicit(&owner->first_class_heaps, 1, memory_order_relaxed);
+  return true;
+}
+
 TES_API void tes_heap_destroy(tes_heap_t *heap) {
   if (heap == NULL || heap->is_static || heap->is_default) return;
+  if (leave_to_owner(heap, true)) return;
   tes_heap_free_all(heap);
   tes_stats_fold_heap(heap);
   atomic_fetch_sub_explicit(&heap->thread_default->first_class_heaps, 1, memory_order_relaxed);
@@ -51,17 +67,7 @@ TES_API void tes_heap_destroy(tes_heap_t *heap) {
 
 TES_API void tes_heap_delete(tes_heap_t *heap) {
   if (heap == NULL || heap->is_static || heap->is_default) return;
-  tes_heap_t *owner = heap->thread_default;
-  if (tes_tls_heap != owner) {
-    /* Another thread's heap: its thread may be freeing blocks of it right
-     * now, locally and without atomics, so only it may move the pages (to
-     * its default heap: tes_heap_process_deletes). Counted first, then
-     * marked, then uncounted: the owner never sees neither. */
-    atomic_fetch_add_explicit(&owner->first_class_deleted, 1, memory_order_acq_rel);
-    atomic_store_explicit(&heap->delete_requested, true, memory_order_release);
-    atomic_fetch_sub_explicit(&owner->first_class_heaps, 1, memory_order_relaxed);
-    return;
-  }
+  if (leave_to_owner(heap, false)) return;
   tes_heap_t *to = tes_thread_heap_init();
   if (to == NULL) return; /* cannot happen once the heap exists: its thread had one */
   tes_heap_move_pages(heap, to);

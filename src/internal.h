@@ -181,6 +181,21 @@ struct tes_page_s {
 static_assert(offsetof(tes_page_t, next) == 64, "the fast-path fields fill exactly the first cache line");
 static_assert(offsetof(tes_page_t, xthread_free) == 128, "the owner's fields fill two cache lines");
 
+/* `capacity` is written by the page's owner (tes_page_extend raises it; a
+ * page set up or retired sets it) while the hardened build's frees from
+ * other threads read it for their block test (tes_secure_check_free): those
+ * writes and reads are relaxed atomics (plain moves on x86-64), so there is
+ * no data race. The owner's own reads stay plain, as on its fast path: no
+ * other thread writes the field of a page the owner uses (the kept pages'
+ * purge writes it under the purge lock, under which alone the owner reads
+ * them again). Relaxed is enough: the value only grows while the page is in
+ * use, and a block another thread frees was carved before the program
+ * handed it over. */
+#define tes_page_capacity_set(page, n) __atomic_store_n(&(page)->capacity, (uint32_t)(n), __ATOMIC_RELAXED)
+TES_INLINE uint32_t tes_page_capacity_any_thread(const tes_page_t *page) {
+  return __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
+}
+
 /* ---- segment ------------------------------------------------------------- */
 struct tes_segment_s {
   _Atomic uintptr_t thread_id; /* owner thread's heap id; TES_TID_SHARED if none */
@@ -299,10 +314,15 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
 /* ---- heap ------------------------------------------------------------------ */
 #define TES_SLICE_SHIFT 16 /* 64 KiB slices */
 #define TES_SLICE_SLOTS 1024
+/* A spin lock that knows its holder (the address of the holding thread's
+ * tes_tls_heap slot, as tes_fork_holder names a thread; NULL when free), so
+ * that a thread asking for a lock it holds already, which would wait for
+ * ever, is reported instead: malloc from a signal handler that interrupted
+ * the allocator on its own thread (tes_lock_reentered). */
 typedef struct tes_lock_s {
-  _Atomic int state;
+  _Atomic(const void *) holder;
 } tes_lock_t;
-#define TES_LOCK_INIT {0}
+#define TES_LOCK_INIT {NULL}
 
 struct tes_heap_s {
   tes_page_t *direct[TES_DIRECT_COUNT]; /* fast path: size -> page with free blocks */
@@ -357,7 +377,8 @@ struct tes_heap_s {
                                          * (atomic: another thread may destroy or delete one while its thread makes more) */
   _Atomic uint32_t first_class_deleted; /* default heap: those another thread deleted, which this thread moves in
                                          * (tes_heap_process_deletes): only the owner may touch their pages */
-  _Atomic bool delete_requested;        /* first-class heap: deleted by another thread, not moved yet */
+  _Atomic bool delete_requested;        /* first-class heap: deleted or destroyed by another thread, not done yet */
+  _Atomic bool destroy_requested;       /* first-class heap: that request is a destroy (its blocks are freed) */
   bool is_default;
   bool is_static;
   uintptr_t key;                        /* secure: per-heap random */
@@ -406,26 +427,37 @@ extern _Atomic(tes_heap_t *const *) tes_fork_holder;
 static inline bool tes_holds_fork_locks(void) {
   return tes_unlikely(atomic_load_explicit(&tes_fork_holder, memory_order_relaxed) == &tes_tls_heap);
 }
+/* The calling thread holds `lock` and asks for it again: one line on
+ * stderr, then abort, whatever TESSERA_ABORT_ON_ERROR says (going on would
+ * wait for ever). free.c. */
+_Noreturn void tes_lock_reentered(const tes_lock_t *lock);
 static inline void tes_lock(tes_lock_t *lock) {
   if (tes_holds_fork_locks()) return;
+  const void *self = &tes_tls_heap;
   for (unsigned spins = 0;; spins++) {
-    if (atomic_load_explicit(&lock->state, memory_order_relaxed) == 0 &&
-        atomic_exchange_explicit(&lock->state, 1, memory_order_acquire) == 0)
+    const void *holder = atomic_load_explicit(&lock->holder, memory_order_relaxed);
+    if (holder == NULL && atomic_compare_exchange_weak_explicit(&lock->holder, &holder, self, memory_order_acquire,
+                                                                memory_order_relaxed))
       return;
+    /* Only this thread writes its own name there, and clears it before it
+     * lets go: seeing it means this thread holds the lock (it was
+     * interrupted while holding it, and re-entered). */
+    if (tes_unlikely(holder == self)) tes_lock_reentered(lock);
     if (spins > 32) tes_os_yield();
     else __builtin_ia32_pause();
   }
 }
 static inline bool tes_trylock(tes_lock_t *lock) {
   if (tes_holds_fork_locks()) return true;
-  return atomic_load_explicit(&lock->state, memory_order_relaxed) == 0 &&
-         atomic_exchange_explicit(&lock->state, 1, memory_order_acquire) == 0;
+  const void *holder = atomic_load_explicit(&lock->holder, memory_order_relaxed);
+  return holder == NULL && atomic_compare_exchange_strong_explicit(&lock->holder, &holder, (const void *)&tes_tls_heap,
+                                                                   memory_order_acquire, memory_order_relaxed);
 }
 static inline void tes_unlock(tes_lock_t *lock) {
   if (tes_holds_fork_locks()) return;
-  atomic_store_explicit(&lock->state, 0, memory_order_release);
+  atomic_store_explicit(&lock->holder, NULL, memory_order_release);
 }
-static inline void tes_lock_reset(tes_lock_t *lock) { atomic_store(&lock->state, 0); }
+static inline void tes_lock_reset(tes_lock_t *lock) { atomic_store(&lock->holder, NULL); }
 
 /* ---- small helpers --------------------------------------------------------- */
 static inline long tes_opt(tes_option_t o) { return tes_option_values[o]; }
@@ -813,10 +845,34 @@ TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
   uint32_t requested;
   if (!tes_secure_recorded_size(page, p, &requested)) return false; /* not a block, freed already, or overwritten */
   if (!tes_secure_canary_ok(page, p, requested)) return false;
+  /* A plain write of the tag, after a plain read of the size: the owner's
+   * free and another thread's free of the block at the same moment can
+   * both pass. An atomic exchange here (a locked instruction, no more
+   * instructions) made the hardened malloc+free pair 1.6-1.8x as slow
+   * (RELIABILITY.md, fourteenth session). */
   uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(uint32_t);
   uint32_t tag = TES_FREED_TAG32;
   memcpy(size_word, &tag, sizeof tag);
   return true;
+}
+
+/* tes_secure_free_quick for a free from any thread (tes_secure_check_free:
+ * already off the fast path, with a CAS of its own to come). The tag goes
+ * in and the recorded size comes out in one atomic exchange, so that of two
+ * such threads freeing the block at the same moment, the second finds the
+ * tag and goes to tes_secure_free_verdict, which reports the double free.
+ * Judged after the exchange: a size word that fails is put back as it was
+ * (unless it was the tag) for the verdict to judge. The word is 4-byte
+ * aligned (block starts and block sizes are multiples of 16). */
+TES_INLINE bool tes_secure_free_quick_any_thread(const tes_page_t *page, void *p) {
+  size_t index;
+  if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= tes_page_capacity_any_thread(page)) return false;
+  uint32_t *size_word = (uint32_t *)((uint8_t *)p + page->block_size - sizeof(uint32_t));
+  uint32_t requested = __atomic_exchange_n(size_word, TES_FREED_TAG32, __ATOMIC_RELAXED);
+  if (tes_likely((size_t)requested + TES_PADDING <= page->block_size && tes_secure_canary_ok(page, p, requested)))
+    return true;
+  if (requested != TES_FREED_TAG32) __atomic_store_n(size_word, requested, __ATOMIC_RELAXED);
+  return false;
 }
 
 /* The same checks, reporting what is wrong (secure.c): false when p must not

@@ -22,7 +22,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   if (page->index == seg->page_count - 1 && tes_secure_end_guard()) block_bytes -= tes_os_page_size();
 #endif
   page->reserved = (uint32_t)(block_bytes / block_size);
-  page->capacity = 0;
+  tes_page_capacity_set(page, 0);
   page->free = NULL;
   page->local_free = NULL;
   page->used = 0;
@@ -69,7 +69,7 @@ bool tes_page_extend(tes_page_t *page) {
 #endif
   page->free = first;
   page->free_is_zero = page->mem_zero;
-  page->capacity += (uint32_t)count;
+  tes_page_capacity_set(page, page->capacity + count); /* read by other threads' frees */
   page->installed += count;
   return true;
 }

@@ -57,10 +57,15 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
     tes_report_unowned(p);
     return false;
   }
-  if (!tes_secure_block_index(page, p, &index) || index >= page->capacity) {
+  if (!tes_secure_block_index(page, p, &index) || index >= tes_page_capacity_any_thread(page)) {
     tes_report_error(TES_ERR_INVALID_FREE, p, page);
     return false;
   }
+  /* The size word as judged below: the tag replaces it only if it is still
+   * that (another thread freeing the block at the same moment tagged it
+   * meanwhile: a double free). */
+  uint32_t *size_word = (uint32_t *)((uint8_t *)p + page->block_size - sizeof(uint32_t));
+  uint32_t seen = __atomic_load_n(size_word, __ATOMIC_RELAXED);
   size_t requested;
   size_word_t state = recorded_size(page, p, &requested);
   /* Freed before: the tag, or (a block never handed out, or whose tag a
@@ -71,8 +76,10 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
     return false;
   }
   check_canary(page, p, state, requested); /* an overflow is reported; the block is still freed */
-  uint32_t tag = TES_FREED_TAG32;
-  memcpy((uint8_t *)p + page->block_size - sizeof tag, &tag, sizeof tag);
+  if (!__atomic_compare_exchange_n(size_word, &seen, TES_FREED_TAG32, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
+    return false;
+  }
   return true;
 }
 
@@ -170,7 +177,7 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
     tes_secure_check_padding(page, p);
     return true;
   }
-  return tes_secure_free_quick(page, p) || tes_secure_free_verdict(page, p);
+  return tes_secure_free_quick_any_thread(page, p) || tes_secure_free_verdict(page, p);
 }
 
 /* ---- keys and allocation order ------------------------------------------------ */

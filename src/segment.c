@@ -513,7 +513,7 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
   page->in_use = 0;
   if (!purged) page->mem_zero = 0;
 #if TES_SECURE
-  page->capacity = 0; /* no block of it passes tes_secure_free_quick's capacity test */
+  tes_page_capacity_set(page, 0); /* no block of it passes tes_secure_free_quick's capacity test */
 #endif
   page_slices_set(heap, seg, page->index, false); /* a stray free of its blocks takes the slow path */
   tes_page_set_bin(page, &tes_bin_closed);

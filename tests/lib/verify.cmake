@@ -61,8 +61,12 @@ if(TARGET tessera_secure)
   # the hardened build keeps in an idle thread's queues (src/heap.c).
   # api_large_front.secure: the dirty front before a hardened large block;
   # api_large_front_race.secure: that front purged by another thread while
-  # the block is realloc'd in place (also sanitize.lib_large_front_race).
-  foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race)
+  # the block is realloc'd in place (also sanitize.lib_large_front_race);
+  # api_remote_extend_race.secure: remote frees into pages their owner is
+  # carving (also sanitize.lib_remote_extend_race); api_heap_destroy_mt.secure:
+  # heaps destroyed by another thread (also sanitize.lib_heap_destroy_race).
+  foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
+          api_heap_destroy_mt)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
