@@ -62,7 +62,9 @@ if(TARGET tessera_secure)
   # api_large_front.secure: the dirty front before a hardened large block;
   # api_large_front_race.secure: that front purged by another thread while
   # the block is realloc'd in place (also sanitize.lib_large_front_race).
-  foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race)
+  # api_large_xfree.secure: large blocks freed by other threads while they
+  # are realloc'd and trimmed (also sanitize.lib_large_xfree).
+  foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_large_xfree)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
