@@ -301,31 +301,34 @@ static void purge_tail(tes_segment_t *seg, size_t keep) {
 #endif
 
 #if TES_SECURE
-/* The hardened build's waiting front: [tail_from, tail_from + tail_bytes),
+/* The hardened build's waiting front: [tail_from, tail_from + bytes),
  * all of it below the block, which keeps its start while it lives. */
-static void purge_front(tes_segment_t *seg) {
-  if (tes_os_purge((uint8_t *)seg + seg->tail_from, seg->tail_bytes, true)) {
-    note_purged(seg, seg->tail_bytes);
+static void purge_front(tes_segment_t *seg, size_t bytes) {
+  if (tes_os_purge((uint8_t *)seg + seg->tail_from, bytes, true)) {
+    note_purged(seg, bytes);
     /* So that the next block in this segment does not purge it again (as
      * the purge at once did: below the front nothing is read as zero that a
      * block placed at the segment's end could reach without clearing). */
-    size_t end = seg->tail_from + seg->tail_bytes;
+    size_t end = seg->tail_from + bytes;
     if (seg->clean_below < end) seg->clean_below = end;
   }
 }
 #endif
 
 /* What a reused segment's block leaves dirty and waits on the tail list:
- * the tail behind the block (default build) or the front before it
- * (hardened build). Under large_lock, or before the block is out. */
-static void purge_waiting(tes_segment_t *seg) {
+ * the tail behind the block (default build) or the front of front_bytes
+ * before it (hardened build: seg->tail_bytes once listed; a front that
+ * cannot wait was never listed, and seg->tail_bytes is then 0). Under
+ * large_lock, or before the block is out. */
+static void purge_waiting(tes_segment_t *seg, size_t front_bytes) {
 #if TES_SECURE
   /* The front lies below the block, which a realloc grows or shrinks at
    * its end only (moving it to a new mapping takes it off this list). */
-  purge_front(seg);
+  purge_front(seg, front_bytes);
 #else
   /* The block's size cannot change under us: a realloc takes it off this
    * list under large_lock first (tail_cancel). */
+  (void)front_bytes;
   purge_tail(seg, seg->large_offset + seg->pages[0].block_size);
 #endif
 }
@@ -354,7 +357,7 @@ void tes_large_purge_tails(bool force) {
       if (due < next) next = due;
       continue;
     }
-    purge_waiting(seg);
+    purge_waiting(seg, seg->tail_bytes);
     tail_unlink_locked(seg);
   }
   atomic_store_explicit(&tail_list_due, next, memory_order_relaxed);
@@ -576,7 +579,8 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   }
   /* In use: what the program may use, as tes_heap_visit says. */
   bool tail_waits = list_insert(seg, (int64_t)(usable - TES_LARGE_PADDING), tail_due, tail_bytes);
-  if (tail_due != 0 && !tail_waits) purge_waiting(seg); /* the pending total is full: now (the block is not out yet) */
+  /* The pending total is full: now (the block is not out yet). */
+  if (tail_due != 0 && !tail_waits) purge_waiting(seg, tail_bytes);
   tes_segmap_set(seg, true);
   heap->counters.large_allocs++;
 #if TES_SECURE

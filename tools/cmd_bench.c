@@ -879,7 +879,7 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
   /* --no-charts keeps the charts there; a time-ratio chart drawn against
    * another baseline or metric than this report's was still shown in it
    * (a report "against jemalloc" showing "Time relative to system"). */
-  int stale_ratios = 0;
+  int stale_ratios = 0, last_undrawn = 0;
   char drawn_baseline[256] = "", drawn_metric[256] = "";
   if (!wanted) {
     snprintf(path, sizeof path, "%s/charts.txt", dir);
@@ -889,6 +889,10 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
       line[strcspn(line, "\n")] = '\0';
       if (!strncmp(line, "baseline: ", 10)) snprintf(drawn_baseline, sizeof drawn_baseline, "%s", line + 10);
       else if (!strncmp(line, "metric: ", 8)) snprintf(drawn_metric, sizeof drawn_metric, "%s", line + 8);
+      /* The last drawing asked for was not made: the files there are an
+       * earlier one's, whose baseline and records charts.txt no longer
+       * names (a --no-charts rebuild after it linked them all again). */
+      else if (!strncmp(line, "failed: ", 8) || !strncmp(line, "skipped: matplotlib", 19)) last_undrawn = 1;
     }
     if (f) fclose(f);
     stale_ratios = drawn_baseline[0] && (strcmp(drawn_baseline, baseline) || strcmp(drawn_metric, bench_metric_name(metric)));
@@ -903,6 +907,11 @@ static size_t draw_charts(const char *dir, const char *baseline, bench_metric_t 
     if (wanted && !drawn) {
       add_info("%s%s is not shown: it is from an earlier drawing, and this one was not made (charts.txt)",
                stale_chart_note, names[i]);
+      continue;
+    }
+    if (last_undrawn) {
+      add_info("%s%s is not shown: it is from an earlier drawing, and the last one asked for was not made "
+               "(charts.txt)", stale_chart_note, names[i]);
       continue;
     }
     if (i == 0 && stale_ratios) {

@@ -13,7 +13,8 @@
 #   from_report.sh TESSERA misnamed --from given results.csv itself, or the
 #                                   root of the runs: says what to give
 #   from_report.sh TESSERA failed_chart  a rebuild whose drawing fails does
-#                                   not link the charts of an earlier one
+#                                   not link the charts of an earlier one,
+#                                   nor does a --no-charts rebuild after it
 #   from_report.sh TESSERA uneven   records of an interrupted run or of runs
 #                                   put together get a note in the report
 #   from_report.sh TESSERA stale_chart  a --no-charts rebuild under another
@@ -188,6 +189,14 @@ failed_chart)
   ! grep -qF '.png](' "$dir/report.md" || fail "a chart of the earlier drawing is linked: $(grep -F '.png](' "$dir/report.md")"
   grep -qF -- '- charts: peak_rss.png is not shown: it is from an earlier drawing, and this one was not made' \
     "$dir/report.md" || fail "no note on the charts left out"
+  # A --no-charts rebuild after it leaves them out too: charts.txt now says
+  # the drawing failed, not which baseline the files were drawn against, and
+  # they were linked again (time_ratios.png against system in a report
+  # against tessera).
+  "$tessera" bench --from "$dir" --baseline tessera --no-charts >/dev/null || fail "--from --no-charts exited $?"
+  ! grep -qF '.png](' "$dir/report.md" || fail "--no-charts after the failed drawing links: $(grep -F '.png](' "$dir/report.md")"
+  grep -qF -- '- charts: time_ratios.png is not shown: it is from an earlier drawing, and the last one asked for was not made' \
+    "$dir/report.md" || fail "no note on the charts left out by --no-charts"
   ;;
 uneven)
   # Records that are not one complete run are said to be so in the report:

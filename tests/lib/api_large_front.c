@@ -59,5 +59,49 @@ int main(void) {
   for (size_t i = 0; i < BIG; i++) nonzero += zeroed[i] != 0;
   CHECK(nonzero == 0, "%zu bytes not zero", nonzero);
   free(zeroed);
+
+  /* What cannot wait (the pending total is bounded: a quarter of the large
+   * bytes in use, at least 8 MiB) goes at once. In the hardened build it
+   * did not go at all: the front's length was read from the segment before
+   * it was recorded there (0), and the front was not on the list either,
+   * so it stayed resident while its block lived, through tes_collect(true)
+   * too (40 blocks of 300 KiB in 3 MiB segments: 119 MB resident, 11 MiB
+   * in use). */
+  API_GROUP("beyond the bound of what waits, the remainder goes at once");
+  enum { COUNT = 12 };
+  unsigned char *blocks[COUNT];
+  tes_collect(true);
+  for (int i = 0; i < COUNT; i++) {
+    blocks[i] = malloc(BIG);
+    REQUIRE(blocks[i] != NULL, "malloc(BIG)");
+    memset(blocks[i], 0xA5, BIG);
+  }
+  for (int i = 0; i < COUNT; i++) free(blocks[i]);
+  tes_stats_get(&s0);
+  for (int i = 0; i < COUNT; i++) {
+    blocks[i] = malloc(SMALL);
+    REQUIRE(blocks[i] != NULL, "malloc(SMALL)");
+    memset(blocks[i], 0x3C, SMALL);
+  }
+  tes_stats_get(&s1);
+  REQUIRE(s1.os_mmap_calls == s0.os_mmap_calls, "the cached segments were not taken (%llu mmap calls)",
+          (unsigned long long)(s1.os_mmap_calls - s0.os_mmap_calls));
+  /* At most 8 MiB of it waits; the rest is given back now. */
+  int64_t remainders = (int64_t)COUNT * (int64_t)(BIG - SMALL), waiting_most = (int64_t)8 << 20;
+  CHECK(s0.committed.current - s1.committed.current >= remainders - waiting_most - (2 << 20),
+        "committed fell by %lld bytes of the %lld the blocks left (at most %lld may wait)",
+        (long long)(s0.committed.current - s1.committed.current), (long long)remainders, (long long)waiting_most);
+  tes_stats_get(&s0);
+  tes_collect(true);
+  tes_stats_get(&s1);
+  CHECK(s0.committed.current - s1.committed.current <= waiting_most + (2 << 20),
+        "a forced collect gave back %lld bytes: more than could wait",
+        (long long)(s0.committed.current - s1.committed.current));
+  for (int i = 0; i < COUNT; i++) {
+    wrong = 0;
+    for (size_t j = 0; j < SMALL; j++) wrong += blocks[i][j] != 0x3C;
+    CHECK(wrong == 0, "%zu bytes of block %d changed", wrong, i);
+    free(blocks[i]);
+  }
   return api_finish("api_large_front");
 }

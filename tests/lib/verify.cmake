@@ -64,9 +64,11 @@ if(TARGET tessera_secure)
   # the block is realloc'd in place (also sanitize.lib_large_front_race);
   # api_remote_extend_race.secure: remote frees into pages their owner is
   # carving (also sanitize.lib_remote_extend_race); api_heap_destroy_mt.secure:
-  # heaps destroyed by another thread (also sanitize.lib_heap_destroy_race).
+  # heaps destroyed by another thread (also sanitize.lib_heap_destroy_race);
+  # api_large_xfree.secure: large blocks freed by other threads while they
+  # are realloc'd and trimmed (also sanitize.lib_large_xfree).
   foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
-          api_heap_destroy_mt)
+          api_heap_destroy_mt api_large_xfree)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
