@@ -223,8 +223,9 @@ struct tes_segment_s {
    * ms clock when that is purged (0: none pending), and its links in
    * large.c's list of such segments. */
   _Atomic int64_t tail_due;
-  size_t tail_bytes;           /* its length, counted in large.c's pending total */
-  size_t tail_from;            /* hardened: the offset where the waiting front starts */
+  size_t tail_bytes;           /* its length */
+  size_t tail_counted;         /* what of it large.c's pending total counts: its length, or its resident bytes */
+  size_t tail_from;            /* the offset where it starts */
   tes_segment_t *tail_next, *tail_prev;
   uintptr_t cookie;            /* secure: proves the header is ours */
   tes_segment_t *all_next, *all_prev; /* every small/medium segment (stats, visit) */

@@ -187,7 +187,16 @@ size_t tes_os_resident_pages(void *addr, size_t size) {
       errno = saved;
       return SIZE_MAX;
     }
-    for (size_t i = 0; i < n; i++) count += vec[i] & 1;
+    /* Eight bytes at a time: their low bits, summed by the multiply into
+     * the top byte (eight at most), a fifth of a byte loop's instructions
+     * (large.c probes a tail of up to 1,024 pages). */
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t word;
+      memcpy(&word, vec + i, sizeof word);
+      count += ((word & 0x0101010101010101u) * 0x0101010101010101u) >> 56;
+    }
+    for (; i < n; i++) count += vec[i] & 1;
     done += n;
   }
   errno = saved;

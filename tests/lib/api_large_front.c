@@ -10,7 +10,9 @@
  *   - taking the segment makes no madvise call;
  *   - a forced collect gives the waiting memory back (committed drops by
  *     more than 2 MiB in one call) without touching the block;
- *   - a calloc that takes the segment again reads as zero throughout. */
+ *   - a calloc that takes the segment again reads as zero throughout;
+ *   - over the pending bound, a resident remainder is given back at once
+ *     and an untouched one waits. */
 #define _GNU_SOURCE
 #include "api_check.h"
 
@@ -102,6 +104,40 @@ int main(void) {
     for (size_t j = 0; j < SMALL; j++) wrong += blocks[i][j] != 0x3C;
     CHECK(wrong == 0, "%zu bytes of block %d changed", wrong, i);
     free(blocks[i]);
+  }
+
+  /* Over the pending bound (8 MiB with 20 MiB in use: a 29 MiB segment,
+   * taken by a 20 MiB block as it may be up to half as large again, leaves
+   * 9 MiB dirty): what is resident goes at once, what is not waits
+   * (counted by mincore). The hardened build purged nothing at once (its
+   * front's length was not set when the bound refused it), and the default
+   * build purged the non-resident tail at once. The resident one first, as
+   * the share that counts tails between probes is then that of the written
+   * ones above. */
+  API_GROUP("a remainder over the pending bound: resident goes at once, else it waits");
+  for (int written = 1; written >= 0; written--) {
+    tes_collect(true);
+    unsigned char *huge = malloc((size_t)29 << 20);
+    REQUIRE(huge != NULL, "malloc(29 MiB)");
+    if (written) memset(huge, 0x5A, (size_t)29 << 20);
+    else huge[0] = 1;
+    free(huge);
+    tes_stats_get(&s0);
+    unsigned char *taker = malloc((size_t)20 << 20);
+    tes_stats_get(&s1);
+    REQUIRE(taker != NULL, "malloc(20 MiB)");
+    REQUIRE(s1.os_mmap_calls == s0.os_mmap_calls, "the 29 MiB segment was not taken (%llu mmap calls)",
+            (unsigned long long)(s1.os_mmap_calls - s0.os_mmap_calls));
+    CHECK(s1.os_madvise_calls == s0.os_madvise_calls + (written ? 1 : 0),
+          "%s remainder: %llu madvise calls at malloc", written ? "resident" : "untouched",
+          (unsigned long long)(s1.os_madvise_calls - s0.os_madvise_calls));
+    tes_stats_get(&s0);
+    tes_collect(true);
+    tes_stats_get(&s1);
+    CHECK(s1.os_madvise_calls == s0.os_madvise_calls + (written ? 0 : 1),
+          "%s remainder: %llu madvise calls at the forced collect", written ? "resident" : "untouched",
+          (unsigned long long)(s1.os_madvise_calls - s0.os_madvise_calls));
+    free(taker);
   }
   return api_finish("api_large_front");
 }

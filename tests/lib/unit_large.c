@@ -176,6 +176,49 @@ int main(void) {
     tes_free(zeroed);
   }
 
+  /* A dirty tail longer than the pending bound (8 MiB with 20 MiB in use:
+   * a 29 MiB segment taken by a 20 MiB block, as it may be up to half as
+   * large again) waits when few of its pages are resident (the last block
+   * wrote its first page only): counted by mincore, it fits. Before, its length
+   * counted and it was purged at once, a system call for pages that were
+   * not there. A tail that is resident still goes at once. */
+  {
+    long delay = tes_option_get(TES_OPTION_PURGE_DELAY_MS);
+    REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 60000) == 0, "purge delay");
+    tes_collect(true);
+    size_t big_size = (size_t)29 << 20, small_size = (size_t)20 << 20;
+    /* The resident one first: the share of resident tail bytes that counts
+     * tails between probes is then still that of the written tails above. */
+    for (int written = 1; written >= 0; written--) {
+      unsigned char *big = tes_malloc(big_size);
+      REQUIRE(big != NULL, "malloc(29 MiB)");
+      if (written) memset(big, 1, big_size);
+      else big[0] = 1;
+      tes_free(big);
+      tes_stats_get(&s0);
+      unsigned char *small = tes_malloc(small_size);
+      tes_stats_get(&s1);
+      REQUIRE(small == big, "the 29 MiB block's cached segment was not taken (%p then %p)", (void *)big,
+              (void *)small);
+      unsigned long long calls = s1.os_madvise_calls - s0.os_madvise_calls;
+      if (written) {
+        CHECK(calls == 1, "a resident 9 MiB tail over the bound was not purged at once (%llu madvise calls)",
+              calls);
+      } else {
+        CHECK(calls == 0, "a tail with no page resident was purged at once (%llu madvise calls)", calls);
+        CHECK(tes_large_tail_due() != INT64_MAX, "the tail is not pending");
+        tes_stats_get(&s0);
+        tes_large_purge_tails(true);
+        tes_stats_get(&s1);
+        CHECK(s1.os_madvise_calls == s0.os_madvise_calls + 1, "the forced purge made %llu madvise calls",
+              (unsigned long long)(s1.os_madvise_calls - s0.os_madvise_calls));
+      }
+      tes_free(small);
+      tes_collect(true);
+    }
+    tes_option_set(TES_OPTION_PURGE_DELAY_MS, delay);
+  }
+
   /* tes_collect(true) drops the cache: the reserved space goes back. */
   tes_collect(true);
   tes_stats_get(&s1);
