@@ -665,12 +665,39 @@ static tes_page_t *kept_take(tes_heap_t *heap, unsigned c) { (void)heap, (void)c
 static void kept_retire_all(tes_heap_t *heap) { (void)heap; }
 #endif
 
+/* Queued pages (not heads) whose every live block other threads have
+ * freed retire. Their blocks sat on the remote stacks until a malloc of
+ * their class scanned them (find_page), never when the program stopped
+ * using the class: a thread that allocated 100 MB of 256-byte blocks,
+ * freed by another thread, kept it resident for good while it went on
+ * allocating other sizes (fourteenth session, docs/RELIABILITY.md). A
+ * load per queued page, once per purge delay. */
+static void queues_sweep(tes_heap_t *heap) {
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    tes_page_t *head = heap->queues[c].first;
+    if (head == NULL) continue;
+    for (tes_page_t *page = head->next, *next; page != NULL; page = next) {
+      next = page->next;
+      if (tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) != NULL &&
+          tes_page_take_if_empty(page))
+        tes_heap_page_retire(heap, page);
+    }
+  }
+}
+
 /* heap_deferred's work of every eighth slow call: cached large spans and
- * other heaps' due purges, and one segment of an exited thread. Out of
- * line: the seven calls between pay only the count. */
+ * other heaps' due purges, and one segment of an exited thread; once per
+ * purge delay, the queued pages other threads emptied. Out of line: the
+ * seven calls between pay only the count. */
 static TES_NOINLINE void heap_deferred_eighth(tes_heap_t *heap) {
   tes_cache_purge(false);
-  sweep_other_heaps(tes_os_clock_ms());
+  int64_t now = tes_os_clock_ms();
+  sweep_other_heaps(now);
+  if (now >= heap->queues_sweep_due) {
+    int64_t delay = tes_purge_delay(now);
+    heap->queues_sweep_due = now + (delay > 0 ? delay : 1);
+    queues_sweep(heap);
+  }
   /* One segment of an exited thread, whether or not a page is wanted:
    * adopting frees its pages that other threads have emptied since
    * (fresh_page adopts only when this heap needs a page, and under thread

@@ -356,6 +356,7 @@ struct tes_heap_s {
   _Atomic int64_t kept_purge_due;       /* secure: see `kept` below */
   uint64_t slow_count;
   int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
+  int64_t queues_sweep_due;             /* ms clock: next look for queued pages others emptied (slow path) */
   /* Hardened build: pages whose last block the owner freed, kept for
    * reuse without carving (heap.c, "kept empty pages"), a list per class.
    * Off the class queues, so no fast path reaches them; the lists change only under
