@@ -959,7 +959,7 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
     /* Out of blocks at the head of the class: the real slow path. */
     heap_deferred(heap);
     page = find_page(heap, c);
-    heap->counters.slow_allocs++;
+    if (page != NULL) heap->counters.slow_allocs++; /* a failure is no miss (fast_path_hits) */
   }
 #if TES_SECURE
   return page_take_block(heap, page, requested, zero);

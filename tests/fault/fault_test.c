@@ -183,6 +183,18 @@ static void check_segment_growth(void) {
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
     exhaust(KIND_MALLOC, 0, sizes[s], 512 * MiB);
   expect_injected();
+  /* A failed malloc is no fast-path miss: counted as one, it also took one
+   * off the hits (the small allocations made less the misses), which
+   * wrapped below zero once the failures outnumbered them. */
+  static tes_stats_t before, after; /* static: large */
+  tes_stats_get(&before);
+  for (int i = 0; i < 1000; i++) {
+    errno = 0;
+    CHECK(tes_malloc(16) == NULL && errno == ENOMEM);
+  }
+  tes_stats_get(&after);
+  CHECK(after.fast_path_misses == before.fast_path_misses && after.fast_path_hits == before.fast_path_hits);
+  CHECK(after.failed_calls >= before.failed_calls + 1000);
   works_after_clear(KIND_MALLOC, 0, 1024, 5000);
   pool_free_all();
   /* Everything freed: the allocator is still healthy. */
