@@ -33,6 +33,8 @@ tes_heap_t tes_heap_empty = {
     .bins = {[0 ... TES_CLASS_COUNT - 1] = {.head = TES_BIN_END}},
     .slice_tag = {[0 ... TES_SLICE_SLOTS - 1] = UINTPTR_MAX},
     .thread_id = TES_TID_NONE,
+    .purge_due = INT64_MAX, /* nothing pending, as a new heap says (tes_heap_setup) */
+    .kept_purge_due = INT64_MAX,
     .is_static = true,
 };
 
@@ -45,6 +47,8 @@ tes_heap_t tes_heap_exited = {
     .bins = {[0 ... TES_CLASS_COUNT - 1] = {.head = TES_BIN_END}},
     .slice_tag = {[0 ... TES_SLICE_SLOTS - 1] = UINTPTR_MAX},
     .thread_id = TES_TID_NONE,
+    .purge_due = INT64_MAX, /* nothing pending, as a new heap says (tes_heap_setup) */
+    .kept_purge_due = INT64_MAX,
     .is_static = true,
 };
 
