@@ -14,10 +14,12 @@
  * (sanitize.lib_remote_sweep). */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <tessera.h>
 
 #define BATCH 512
@@ -53,15 +55,86 @@ static void *freer(void *arg) {
   }
 }
 
+/* Mode "hold": one batch at a time. The freer frees every block of a batch
+ * but its first, says so, and holds that one (its page went full early,
+ * so it is not the class head); the owner then runs slow calls
+ * for 3 ms (three sweeps or more), so the pages whose other blocks came
+ * back go through the delayed list to their queue and are swept while one
+ * block is still live, and allocates the next batch; only then does the
+ * freer check the held block and free it. A page retired with that block
+ * live is handed out again in the next batch and the check fails. */
+static _Atomic unsigned hold_freed; /* rounds whose batch is back but its first block */
+static uint64_t *held;
+static uint64_t held_tag;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void *hold_freer(void *arg) {
+  (void)arg;
+  for (unsigned round = 0;; round++) {
+    while (!atomic_load_explicit(&slot_full[0], memory_order_acquire))
+      if (atomic_load_explicit(&done, memory_order_acquire)) goto out;
+    if (held != NULL) {
+      for (unsigned w = 0; w < SIZE / 8; w++)
+        if (held[w] != ((uintptr_t)held ^ w ^ held_tag)) atomic_fetch_add(&bad, 1);
+      tes_free(held);
+    }
+    uint64_t tag = slot_tag[0];
+    for (unsigned i = 1; i < BATCH; i++) {
+      uint64_t *b = slots[0][i];
+      for (unsigned w = 0; w < SIZE / 8; w++)
+        if (b[w] != ((uintptr_t)b ^ w ^ tag)) atomic_fetch_add(&bad, 1);
+      tes_free(b);
+    }
+    held = slots[0][0]; /* the first: its page went full, not the class head */
+    held_tag = tag;
+    atomic_store_explicit(&slot_full[0], 0, memory_order_release);
+    atomic_store_explicit(&hold_freed, round + 1, memory_order_release);
+  }
+out:
+  if (held != NULL) {
+    for (unsigned w = 0; w < SIZE / 8; w++)
+      if (held[w] != ((uintptr_t)held ^ w ^ held_tag)) atomic_fetch_add(&bad, 1);
+    tes_free(held);
+  }
+  return NULL;
+}
+
+static void hold_owner(unsigned rounds) {
+  void *other[64];
+  for (unsigned r = 0; r < rounds; r++) {
+    for (unsigned i = 0; i < BATCH; i++) {
+      uint64_t *b = tes_malloc(SIZE);
+      if (b == NULL) exit(2);
+      for (unsigned w = 0; w < SIZE / 8; w++) b[w] = (uintptr_t)b ^ w ^ ((uint64_t)r << 32);
+      slots[0][i] = b;
+    }
+    slot_tag[0] = (uint64_t)r << 32;
+    atomic_store_explicit(&slot_full[0], 1, memory_order_release);
+    while (atomic_load_explicit(&hold_freed, memory_order_acquire) != r + 1) {
+    }
+    for (double until = now_ms() + 3; now_ms() < until;) {
+      for (unsigned i = 0; i < 64; i++) other[i] = tes_malloc(48 + (i % 4) * 1024);
+      for (unsigned i = 0; i < 64; i++) tes_free(other[i]);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 4000;
+  bool hold = argc > 2 && strcmp(argv[2], "hold") == 0;
   tes_option_set(TES_OPTION_PURGE_DELAY_MS, 0);
   tes_stats_t before, after;
   pthread_t t;
-  if (pthread_create(&t, NULL, freer, NULL) != 0) return 2;
+  if (pthread_create(&t, NULL, hold ? hold_freer : freer, NULL) != 0) return 2;
   tes_stats_get(&before); /* after pthread_create, whose thread data (kept for reuse) may share the class */
   void *other[64];
-  for (unsigned r = 0; r < rounds; r++) {
+  if (hold) hold_owner(rounds);
+  for (unsigned r = 0; r < rounds && !hold; r++) {
     unsigned s = r % SLOTS;
     while (atomic_load_explicit(&slot_full[s], memory_order_acquire)) {
     }

@@ -86,6 +86,15 @@ target_include_directories(verify_api_remote_sweep_default PRIVATE ${PROJECT_SOU
 target_link_libraries(verify_api_remote_sweep_default PRIVATE tessera_shared Threads::Threads)
 add_test(NAME lib.api_remote_sweep.default COMMAND verify_api_remote_sweep_default)
 set_tests_properties(lib.api_remote_sweep.default PROPERTIES TIMEOUT 300)
+# Mode hold: a page's first block held live over several sweeps (it fails,
+# a crash or a double free reported, when tes_page_take_if_empty lets a page
+# with one live block go).
+add_test(NAME lib.api_remote_sweep_hold.default COMMAND verify_api_remote_sweep_default 300 hold)
+set_tests_properties(lib.api_remote_sweep_hold.default PROPERTIES TIMEOUT 300)
+if(TARGET tessera_secure)
+  add_test(NAME lib.api_remote_sweep_hold.secure COMMAND verify_api_remote_sweep_secure 300 hold)
+  set_tests_properties(lib.api_remote_sweep_hold.secure PROPERTIES TIMEOUT 300)
+endif()
 
 # A C++ program replacing only plain operator new/delete with a pool of its
 # own: the forms it leaves to libtessera must reach them, preloaded (plain
