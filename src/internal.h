@@ -231,6 +231,7 @@ struct tes_segment_s {
   tes_segment_t *all_next, *all_prev; /* every small/medium segment (stats, visit) */
   bool in_all_list;
   bool lazy_zero, lazy_purged; /* small/medium: memory state of the pages whose descriptor is not set up yet */
+  bool tail_estimated;         /* large: tail_counted is large.c's estimate, not mincore's count (in padding) */
   uint64_t desc_ready;         /* small/medium: bit i: pages[i] is set up (segment.c, desc_setup) */
   tes_page_t pages[];
 };

@@ -66,9 +66,11 @@ if(TARGET tessera_secure)
   # carving (also sanitize.lib_remote_extend_race); api_heap_destroy_mt.secure:
   # heaps destroyed by another thread (also sanitize.lib_heap_destroy_race);
   # api_large_xfree.secure: large blocks freed by other threads while they
-  # are realloc'd and trimmed (also sanitize.lib_large_xfree).
+  # are realloc'd and trimmed (also sanitize.lib_large_xfree);
+  # api_remote_sweep.secure: queued pages retired once per purge delay while
+  # another thread frees into them (also sanitize.lib_remote_sweep).
   foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
-          api_heap_destroy_mt api_large_xfree)
+          api_heap_destroy_mt api_large_xfree api_remote_sweep)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
@@ -76,6 +78,22 @@ if(TARGET tessera_secure)
     add_test(NAME lib.${name}.secure COMMAND verify_${name}_secure)
     set_tests_properties(lib.${name}.secure PROPERTIES TIMEOUT 300)
   endforeach()
+endif()
+
+# The same sweep in the default build (tes_* names: linked with it).
+add_executable(verify_api_remote_sweep_default ${CMAKE_CURRENT_SOURCE_DIR}/api_remote_sweep.c)
+target_include_directories(verify_api_remote_sweep_default PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(verify_api_remote_sweep_default PRIVATE tessera_shared Threads::Threads)
+add_test(NAME lib.api_remote_sweep.default COMMAND verify_api_remote_sweep_default)
+set_tests_properties(lib.api_remote_sweep.default PROPERTIES TIMEOUT 300)
+# Mode hold: a page's first block held live over several sweeps (it fails,
+# a crash or a double free reported, when tes_page_take_if_empty lets a page
+# with one live block go).
+add_test(NAME lib.api_remote_sweep_hold.default COMMAND verify_api_remote_sweep_default 300 hold)
+set_tests_properties(lib.api_remote_sweep_hold.default PROPERTIES TIMEOUT 300)
+if(TARGET tessera_secure)
+  add_test(NAME lib.api_remote_sweep_hold.secure COMMAND verify_api_remote_sweep_secure 300 hold)
+  set_tests_properties(lib.api_remote_sweep_hold.secure PROPERTIES TIMEOUT 300)
 endif()
 
 # A C++ program replacing only plain operator new/delete with a pool of its
