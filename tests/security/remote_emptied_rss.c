@@ -14,6 +14,8 @@
  * names only: run with the library under test preloaded (exit 3 when no
  * libtessera is loaded, so a broken preload cannot pass). */
 #define _GNU_SOURCE
+#include "api_check.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,21 +23,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static long rss_kib(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long total = 0, resident = -1;
-  if (f == NULL) return -1;
-  if (fscanf(f, "%ld %ld", &total, &resident) != 2) resident = -1;
-  fclose(f);
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static void **blocks;
 static size_t count;
@@ -57,7 +44,7 @@ int main(int argc, char **argv) {
   }
   size_t mb = strtoul(argv[1], NULL, 10), size = strtoul(argv[2], NULL, 10), other = strtoul(argv[3], NULL, 10);
   double seconds = strtod(argv[4], NULL);
-  long start = rss_kib();
+  long start = (long)(api_rss_bytes() / 1024);
   count = (mb << 20) / size;
   blocks = malloc(count * sizeof *blocks);
   if (blocks == NULL) return 2;
@@ -66,22 +53,22 @@ int main(int argc, char **argv) {
     if (blocks[i] == NULL) return 2;
     memset(blocks[i], 0x5a, size);
   }
-  long full = rss_kib();
+  long full = (long)(api_rss_bytes() / 1024);
   pthread_t t;
   if (pthread_create(&t, NULL, free_all, NULL) != 0) return 2;
   pthread_join(t, NULL);
   free(blocks);
   enum { BATCH = 2000 };
   static void *batch[BATCH];
-  double t0 = now_s();
-  long rss = rss_kib();
-  while (rss > start + 16 * 1024 && now_s() - t0 < seconds) {
+  double t0 = api_now_seconds();
+  long rss = (long)(api_rss_bytes() / 1024);
+  while (rss > start + 16 * 1024 && api_now_seconds() - t0 < seconds) {
     for (int i = 0; i < BATCH; i++) batch[i] = malloc(other);
     for (int i = 0; i < BATCH; i++) free(batch[i]);
-    rss = rss_kib();
+    rss = (long)(api_rss_bytes() / 1024);
   }
   printf("RSS %ld KiB at the start, %ld with %zu MiB of %zu-byte blocks, %ld after the remote frees and %.2f s of %zu-byte mallocs\n",
-         start, full, mb, size, rss, now_s() - t0, other);
+         start, full, mb, size, rss, api_now_seconds() - t0, other);
   if (rss > start + 16 * 1024) return 1;
   printf("given back\n");
   return 0;

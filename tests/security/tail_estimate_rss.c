@@ -17,20 +17,13 @@
  * names only: run with the library under test preloaded (exit 3 when no
  * libtessera is loaded, so a broken preload cannot pass). */
 #define _GNU_SOURCE
+#include "api_check.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static long rss_kib(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long total = 0, resident = -1;
-  if (f == NULL) return -1;
-  if (fscanf(f, "%ld %ld", &total, &resident) != 2) resident = -1;
-  fclose(f);
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
 
 int main(int argc, char **argv) {
   if (argc != 4) {
@@ -46,7 +39,7 @@ int main(int argc, char **argv) {
   const size_t big = (size_t)3900 << 10, small = (size_t)200 << 10;
   char **live = calloc(2 * (size_t)pairs, sizeof *live);
   if (live == NULL || pairs <= 0) return 2;
-  long start = rss_kib();
+  long start = (long)(api_rss_bytes() / 1024);
   for (int i = 0; i < warmup; i++) {
     char *b = malloc(big), *s;
     if (b == NULL) return 2;
@@ -70,7 +63,7 @@ int main(int argc, char **argv) {
     if ((live[i] = malloc(small)) == NULL) return 2;
     memset(live[i], 2, small);
   }
-  long over = rss_kib() - start - (long)(2 * (size_t)pairs * small / 1024);
+  long over = (long)(api_rss_bytes() / 1024) - start - (long)(2 * (size_t)pairs * small / 1024);
   printf("rss above the start, less %d live blocks: %ld KiB (limit %ld)\n", 2 * pairs, over, limit_kib);
   for (int i = 0; i < 2 * pairs; i++) free(live[i]);
   free(live);
