@@ -5,7 +5,8 @@
 #       Configures the project in TREE_DIR with clang-14 and
 #       TESSERA_SANITIZE=fuzzer-no-link,address,undefined, TESSERA_FUZZ=ON
 #       (so tests/fuzz/CMakeLists.txt defines the harness targets there), and
-#       builds fuzz_api and fuzz_trace. The main build uses gcc; this separate
+#       builds fuzz_api, fuzz_api_secure (the same harness on the hardened
+#       build) and fuzz_trace. The main build uses gcc; this separate
 #       tree is the only clang build.
 #   fuzz.sh run TREE_DIR NAME SEED_DIR [SECONDS] [EXTRA libFuzzer ARGS...]
 #       Runs TREE_DIR/fuzz_NAME for SECONDS (default: $TESSERA_FUZZ_SECONDS or
@@ -41,7 +42,7 @@ case "$mode" in
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON \
       "-DTESSERA_SANITIZE=fuzzer-no-link,address,undefined" >"$tree.configure.log" 2>&1 ||
       { cat "$tree.configure.log"; echo "FAIL: configuring the fuzz build"; exit 1; }
-    cmake --build "$tree" --target fuzz_api fuzz_trace -j "$jobs" ||
+    cmake --build "$tree" --target fuzz_api fuzz_api_secure fuzz_trace -j "$jobs" ||
       { echo "FAIL: building the fuzz harnesses"; exit 1; }
     echo "fuzz harnesses built in $tree"
     ;;
