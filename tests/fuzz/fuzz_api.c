@@ -13,9 +13,20 @@
  * and stay intact through tes_heap_delete. Any violation prints what and aborts,
  * which libFuzzer reports as a crash with the input saved.
  *
+ * Built with FUZZ_HOSTILE (fuzz_api_secure, the hardened build), two more
+ * opcodes make bad calls with the allocator set to report and continue: a
+ * free of a block just freed, of an interior or misaligned pointer into a
+ * live block, of a block written 1-4 bytes past its end, and of pointers
+ * tessera never handed out (the stack, a global, libc's malloc). Each must
+ * print its one error line, naming the kind and the address, and leave
+ * every live block intact; the overflowed block is still freed.
+ *
  * Links tessera_nooverride (tes_* only) so libFuzzer's own mallocs stay on
  * libc. Built by tests/fuzz/CMakeLists.txt in the clang sub-build that
  * tests/fuzz/fuzz.sh drives. */
+#if FUZZ_HOSTILE
+#define _GNU_SOURCE /* pipe2 */
+#endif
 #include "tessera.h"
 
 #include <errno.h>
@@ -25,8 +36,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if FUZZ_HOSTILE
+#include <fcntl.h>
+#include <unistd.h>
+#endif
 
 #define SLOTS 32
+#if FUZZ_HOSTILE
+#define OPS 16
+#else
+#define OPS 14
+#endif
 
 /* The pattern loops touch megabytes per input: keep libFuzzer's comparison
  * tracing out of them (it would be most of the run time and only teaches the
@@ -153,10 +173,90 @@ static void expect_fail(void *p, int err, const char *what) {
   if (errno != err) FAIL("%s: errno %d, expected %d", what, errno, err);
 }
 
+#if FUZZ_HOSTILE
+/* Runs bad(arg) with stderr going to a pipe and checks that the allocator
+ * printed one error line containing `kind` and the address p (as %p). */
+static void expect_report(void (*bad)(void *), void *arg, const void *p, const char *kind) {
+  int fds[2];
+  if (pipe2(fds, O_NONBLOCK) != 0) FAIL("pipe2 failed");
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fds[1], 2);
+  bad(arg);
+  dup2(saved, 2);
+  close(saved);
+  close(fds[1]);
+  char text[1024];
+  ssize_t n = read(fds[0], text, sizeof text - 1);
+  close(fds[0]);
+  text[n > 0 ? n : 0] = '\0';
+  char address[32];
+  snprintf(address, sizeof address, "%p", p);
+  if (strstr(text, kind) == NULL || strstr(text, address) == NULL)
+    FAIL("bad call on %p: expected a report of \"%s\" naming %s, got \"%s\"", p, kind, address, text);
+}
+
+static void bad_free(void *p) { tes_free(p); }
+
+static char global_buffer[64];
+
+/* A free that must be refused and reported, with the block itself intact
+ * afterwards (interior and misaligned pointers), or one that frees the
+ * block after reporting (a block written past its end). */
+static void hostile_live(input_t *in, slot_t *s) {
+  uint8_t kind = take8(in), n = take8(in);
+  if (!s->ptr || s->in_heap) return;
+  switch (kind % 4) {
+    case 0: { /* freed, then freed again before anything else happens */
+      void *p = s->ptr;
+      release(s);
+      expect_report(bad_free, p, p, "double free");
+      break;
+    }
+    case 1: /* inside the block, 16-byte aligned */
+      if (s->size >= 32) {
+        size_t offset = 16 * (1 + (size_t)n % ((s->size - 16) / 16));
+        expect_report(bad_free, s->ptr + offset, s->ptr + offset, "invalid free");
+        verify(s, s->size, "after an interior free");
+      }
+      break;
+    case 2: { /* misaligned */
+      unsigned char *q = s->ptr + 1 + n % 15;
+      expect_report(bad_free, q, q, "invalid free");
+      verify(s, s->size, "after a misaligned free");
+      break;
+    }
+    default: { /* 1-4 bytes past the requested size, then freed */
+      verify(s, s->size, "before an overflow");
+      memset(s->ptr + s->size, 0xA5, 1 + n % 4);
+      void *p = s->ptr;
+      s->ptr = NULL;
+      expect_report(bad_free, p, p, "overflow");
+      break;
+    }
+  }
+}
+
+/* Pointers tessera never handed out. */
+static void hostile_foreign(input_t *in) {
+  uint8_t kind = take8(in);
+  char local[64];
+  void *p;
+  switch (kind % 3) {
+    case 0: p = local + (kind >> 2) % 4 * 16; break;
+    case 1: p = global_buffer + (kind >> 2) % 4 * 16; break;
+    default: p = malloc(16 + (size_t)(kind >> 2) * 16); break; /* libc's */
+  }
+  if (p == NULL) FAIL("libc malloc returned NULL");
+  expect_report(bad_free, p, p, "invalid free");
+  if (kind % 3 == 2) free(p);
+}
+#endif
+
 static void run_op(input_t *in) {
   uint8_t op = take8(in);
   slot_t *s = &slots[take8(in) % SLOTS];
-  switch (op % 14) {
+  switch (op % OPS) {
     case 0: { /* malloc */
       size_t size = take_size(in);
       release(s);
@@ -197,7 +297,7 @@ static void run_op(input_t *in) {
       break;
     }
     case 4: case 5: /* free, free_sized */
-      if (s->ptr && !s->in_heap && op % 14 == 5) {
+      if (s->ptr && !s->in_heap && op % OPS == 5) {
         verify(s, s->size, "before free_sized");
         tes_free_sized(s->ptr, s->size);
         s->ptr = NULL;
@@ -313,6 +413,14 @@ static void run_op(input_t *in) {
     case 12: /* give memory back, then keep going */
       tes_collect(take8(in) & 1);
       break;
+#if FUZZ_HOSTILE
+    case 14:
+      hostile_live(in, s);
+      break;
+    case 15:
+      hostile_foreign(in);
+      break;
+#endif
     default: { /* usable size is stable and covers the request */
       if (!s->ptr) break;
       size_t u = tes_usable_size(s->ptr);
@@ -324,6 +432,15 @@ static void run_op(input_t *in) {
     }
   }
 }
+
+#if FUZZ_HOSTILE
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc, (void)argv;
+  /* Report and continue: each bad call is checked for its report. */
+  if (tes_option_set(TES_OPTION_ABORT_ON_ERROR, 0) != 0) FAIL("abort_on_error cannot be turned off");
+  return 0;
+}
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len) {
   input_t in = {data, len > 4096 ? 4096 : len, 0};
