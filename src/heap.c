@@ -823,12 +823,35 @@ void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page) {
   class_push_back(heap, page);
 }
 
+#if TES_SECURE
+/* A delayed-list link is a plain pointer (remote freers push with a CAS on
+ * the heap's list, across pages): one the program wrote over after the
+ * block's free must end the list, reported, as a page's encoded links do
+ * (tes_block_next_checked), not send the owner to a wild address (SIGSEGV
+ * on its next slow path). A link passes when it is a carved block start of
+ * a page in use of this heap. */
+static bool delayed_link_ok(const tes_heap_t *heap, const tes_block_t *next) {
+  if (next == NULL) return true;
+  if (!tes_maybe_small_block(next)) return false;
+  tes_page_t *page = tes_page_of(tes_segment_of(next), next);
+  size_t index;
+  return page->in_use && atomic_load_explicit(&page->heap, memory_order_relaxed) == heap &&
+         tes_secure_block_index(page, next, &index) && index < page->capacity;
+}
+#endif
+
 void tes_heap_process_delayed(tes_heap_t *heap) {
   tes_block_t *block = atomic_exchange_explicit(&heap->delayed_free, NULL, memory_order_acquire);
   while (block != NULL) {
     tes_block_t *next = block->next;
     tes_segment_t *seg = tes_segment_of(block);
     tes_page_t *page = tes_page_of(seg, block);
+#if TES_SECURE
+    if (tes_unlikely(!delayed_link_ok(heap, next))) {
+      tes_report_error(TES_ERR_CORRUPT, block, page); /* the blocks after it are lost, never handed out twice */
+      next = NULL;
+    }
+#endif
     heap->counters.delayed_processed++;
     tes_free_local_block(page, block);
     block = next;
