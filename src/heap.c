@@ -1218,9 +1218,12 @@ void tes_heap_free_all(tes_heap_t *heap) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
     for (tes_page_t *p = heap->queues[c].first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
   for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
+  tes_lock(&heap->purge_lock);
+  /* Kept pages under the lock: another thread may be purging them in place
+   * (kept_purge_locked), emptying their lists and installed count while
+   * the fold walked them. */
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
     for (tes_page_t *p = heap->kept[c].first; p != NULL; p = p->next) tes_heap_fold_page(heap, p, true);
-  tes_lock(&heap->purge_lock);
   while (heap->purge.first != NULL) purge_list_remove(heap, heap->purge.first);
   purge_due_update(heap);
   /* The kept pages go with their segments below. */
