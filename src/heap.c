@@ -1047,6 +1047,22 @@ static void heap_collect(tes_heap_t *heap, bool force, bool every) {
 
 void tes_heap_collect(tes_heap_t *heap, bool force) { heap_collect(heap, force, true); }
 
+/* tes_collect from a thread: its first-class heaps too (only it may touch
+ * them). Their pages that other threads emptied waited on remote stacks
+ * and the delayed list for an allocation from that heap, so a heap the
+ * program kept but stopped using held them through malloc_trim for good
+ * (200,000 blocks of 256 B freed by another thread: 52 MB). The heaps lock
+ * keeps the list still; the collect takes purge and segment locks, which
+ * come after it (fork's order). */
+void tes_heap_collect_first_class(tes_heap_t *owner, bool force) {
+  if (atomic_load_explicit(&owner->first_class_heaps, memory_order_relaxed) == 0) return;
+  tes_lock(&heaps_lock);
+  for (tes_heap_t *h = tes_heaps_all; h != NULL; h = h->all_next)
+    if (h != owner && h->thread_default == owner && !atomic_load_explicit(&h->delete_requested, memory_order_acquire))
+      heap_collect(h, force, true);
+  tes_unlock(&heaps_lock);
+}
+
 /* Every page of the heap back to the NORMAL delayed-free tag (pages in the
  * class queues may keep USE_DELAYED from an earlier stay in the full
  * queue), waiting for remote freers that are pushing to this heap now; then
