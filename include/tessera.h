@@ -55,7 +55,8 @@ size_t tes_usable_size(const void *ptr);
 /* ---- Returning memory to the OS ----------------------------------------- */
 /* Purge what is free now. force=false: what is due in every heap (retired
  * pages) and in the shared caches, and the calling thread's bins and
- * remote frees; force=true: also ignore purge delays and drop the retained
+ * remote frees (of its default heap and of the first-class heaps it made);
+ * force=true: also ignore purge delays and drop the retained
  * segment cache, returning everything that can be returned at once (other
  * threads' bins and remote-free stacks stay: only their owners touch them). */
 void tes_collect(bool force);

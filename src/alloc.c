@@ -333,6 +333,7 @@ TES_API void tes_collect(bool force) {
     }
     tes_heap_process_deletes(heap); /* heaps other threads deleted */
     tes_heap_collect(heap, force);
+    if (heap->is_default) tes_heap_collect_first_class(heap, force);
   }
   /* Other threads' retired pages too: a thread that is alive but idle would
    * otherwise keep them until its own next slow path. (Their bins and

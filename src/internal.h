@@ -575,6 +575,7 @@ void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap);
 #endif
 void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, bool zero);
 void tes_heap_collect(tes_heap_t *heap, bool force);
+void tes_heap_collect_first_class(tes_heap_t *owner, bool force); /* tes_collect: the thread's first-class heaps */
 void tes_heap_abandon(tes_heap_t *heap);     /* thread exit */
 void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to); /* tes_heap_delete */
 void tes_heap_process_deletes(tes_heap_t *heap); /* the owner moves in the heaps other threads deleted */

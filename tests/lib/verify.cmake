@@ -68,9 +68,12 @@ if(TARGET tessera_secure)
   # api_large_xfree.secure: large blocks freed by other threads while they
   # are realloc'd and trimmed (also sanitize.lib_large_xfree);
   # api_remote_sweep.secure: queued pages retired once per purge delay while
-  # another thread frees into them (also sanitize.lib_remote_sweep).
+  # another thread frees into them (also sanitize.lib_remote_sweep);
+  # api_kept_destroy_race.secure: a heap with kept pages destroyed while
+  # another thread collects (also sanitize.lib_kept_destroy_race).
+  # api_fc_collect.secure: tes_collect reaches the thread's first-class heaps.
   foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
-          api_heap_destroy_mt api_large_xfree api_remote_sweep)
+          api_heap_destroy_mt api_large_xfree api_remote_sweep api_kept_destroy_race api_fc_collect)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
@@ -79,6 +82,23 @@ if(TARGET tessera_secure)
     set_tests_properties(lib.${name}.secure PROPERTIES TIMEOUT 300)
   endforeach()
 endif()
+
+# The kept-pages destroy race's statistics in the default build (no kept
+# pages there: the same counts must hold).
+add_executable(verify_api_kept_destroy_race_default ${CMAKE_CURRENT_SOURCE_DIR}/api_kept_destroy_race.c)
+target_include_directories(verify_api_kept_destroy_race_default PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(verify_api_kept_destroy_race_default PRIVATE -fno-builtin)
+target_link_libraries(verify_api_kept_destroy_race_default PRIVATE tessera_shared Threads::Threads ${CMAKE_DL_LIBS})
+add_test(NAME lib.api_kept_destroy_race.default COMMAND verify_api_kept_destroy_race_default)
+set_tests_properties(lib.api_kept_destroy_race.default PROPERTIES TIMEOUT 300)
+
+# tes_collect from a thread reaches its first-class heaps (default build).
+add_executable(verify_api_fc_collect_default ${CMAKE_CURRENT_SOURCE_DIR}/api_fc_collect.c)
+target_include_directories(verify_api_fc_collect_default PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_options(verify_api_fc_collect_default PRIVATE -fno-builtin)
+target_link_libraries(verify_api_fc_collect_default PRIVATE tessera_shared Threads::Threads ${CMAKE_DL_LIBS})
+add_test(NAME lib.api_fc_collect.default COMMAND verify_api_fc_collect_default)
+set_tests_properties(lib.api_fc_collect.default PROPERTIES TIMEOUT 300)
 
 # The same sweep in the default build (tes_* names: linked with it).
 add_executable(verify_api_remote_sweep_default ${CMAKE_CURRENT_SOURCE_DIR}/api_remote_sweep.c)
