@@ -345,27 +345,48 @@ static void purge_list_remove(tes_heap_t *heap, tes_page_t *page) {
   page->purge_pending = 0;
 }
 
+/* Purge the list's first page and the pages that follow it in its segment,
+ * due at `now` (all of them when force); returns the bytes purged. The
+ * purge_lock is held. */
+static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force) {
+  tes_page_t *first = heap->purge.first;
+  /* The next pages of the list that are due and follow this one in its
+   * segment go in the same call (purge_expire now dates the purge, for
+   * tes_purge_note_retake; a forced one, tes_collect, is the program's
+   * request and is not judged). */
+  tes_segment_t *seg = tes_segment_of(first);
+  unsigned count = 0;
+  tes_page_t *page = first;
+  while (page != NULL && first->index + count < seg->page_count && page == &seg->pages[first->index + count] &&
+         (force || page->purge_expire <= now)) {
+    tes_page_t *next = page->next;
+    purge_list_remove(heap, page);
+    if (force) page->purge_expire = 0;
+    count++;
+    page = next;
+  }
+  tes_segment_purge_pages(first, count);
+  return (size_t)count << seg->page_shift;
+}
+
 /* Purge the pages due at `now` (all of them when force); purge_lock held. */
 static void purge_expired_locked(tes_heap_t *heap, int64_t now, bool force) {
-  while (heap->purge.first != NULL && (force || heap->purge.first->purge_expire <= now)) {
-    tes_page_t *first = heap->purge.first;
-    /* The next pages of the list that are due and follow this one in its
-     * segment go in the same call (purge_expire now dates the purge, for
-     * tes_purge_note_retake; a forced one, tes_collect, is the program's
-     * request and is not judged). */
-    tes_segment_t *seg = tes_segment_of(first);
-    unsigned count = 0;
-    tes_page_t *page = first;
-    while (page != NULL && first->index + count < seg->page_count && page == &seg->pages[first->index + count] &&
-           (force || page->purge_expire <= now)) {
-      tes_page_t *next = page->next;
-      purge_list_remove(heap, page);
-      if (force) page->purge_expire = 0;
-      count++;
-      page = next;
-    }
-    tes_segment_purge_pages(first, count);
-  }
+  while (heap->purge.first != NULL && (force || heap->purge.first->purge_expire <= now))
+    purge_first_run_locked(heap, now, force);
+  purge_due_update(heap);
+}
+
+/* The heap is about to write a segment that holds nothing resident (fresh,
+ * or purged in the cache): its retired pages still waiting for their purge
+ * go first, oldest first, up to `bytes`. They are all of the other page
+ * size (a free page of the size wanted would have been taken), so they
+ * cannot serve this request, and waiting, they add to the new segment's
+ * memory instead of making room for it: a program whose small blocks gave
+ * way to medium ones held both for the purge delay. Not judged by the
+ * adaptive delay (the delay did not choose this purge). purge_lock held. */
+void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes) {
+  size_t done = 0;
+  while (heap->purge.first != NULL && done < bytes) done += purge_first_run_locked(heap, 0, true);
   purge_due_update(heap);
 }
 

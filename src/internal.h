@@ -676,6 +676,7 @@ int64_t tes_heaps_purge_next(void);
 int64_t tes_cache_purge_due(void);
 void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page);
 void tes_heap_purge_schedule_pages(tes_heap_t *heap, tes_segment_t *seg, uint64_t mask); /* bit i: seg->pages[i] */
+void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes); /* purge_lock held */
 void tes_abandoned_lock(void);
 void tes_abandoned_unlock(void);
 extern tes_segment_t *tes_abandoned_list;     /* under tes_abandoned_lock */
