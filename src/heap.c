@@ -686,7 +686,7 @@ static tes_page_t *kept_take(tes_heap_t *heap, unsigned c) { (void)heap, (void)c
 static void kept_retire_all(tes_heap_t *heap) { (void)heap; }
 #endif
 
-/* Queued pages (not heads) whose every live block other threads have
+/* Queued pages (not heads; empty heads below) whose every live block other threads have
  * freed retire. Their blocks sat on the remote stacks until a malloc of
  * their class scanned them (find_page), never when the program stopped
  * using the class: a thread that allocated 100 MB of 256-byte blocks,
@@ -696,13 +696,29 @@ static void kept_retire_all(tes_heap_t *heap) { (void)heap; }
 static void queues_sweep(tes_heap_t *heap) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     tes_page_t *head = heap->queues[c].first;
-    if (head == NULL) continue;
+    if (head == NULL) {
+      heap->idle_head[c] = NULL;
+      continue;
+    }
     for (tes_page_t *page = head->next, *next; page != NULL; page = next) {
       next = page->next;
       if (tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) != NULL &&
           tes_page_take_if_empty(page))
         tes_heap_page_retire(heap, page);
     }
+    /* A head found empty at two sweeps in a row (a purge delay apart)
+     * retires too: it stayed its class's head for good, written and
+     * resident, when the program stopped using the class (up to 512 KiB a
+     * medium class), until a malloc_trim. One look was not enough: heads of
+     * classes in use, empty at that moment, retired and were carved again
+     * (traces-cmu-classic: 250 more page faults). A class used again takes
+     * a page back, this one while it waits dirty. */
+    bool empty = tes_page_live(head) == 0;
+    if (empty && heap->idle_head[c] == head && tes_page_take_if_empty(head)) {
+      tes_heap_page_retire(heap, head);
+      empty = false;
+    }
+    heap->idle_head[c] = empty ? head : NULL;
   }
 }
 
