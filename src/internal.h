@@ -387,6 +387,7 @@ struct tes_heap_s {
   uintptr_t key;                        /* secure: per-heap random */
   uint64_t random;                      /* secure: xorshift state */
   tes_counters_t counters;
+  tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep (heap.c) */
   /* Last, and never zeroed as a whole (an entry is read only after its tag
    * matched), so a new thread's heap touches 8 KiB less memory. */
   tes_page_t *slice_page[TES_SLICE_SLOTS];
@@ -677,6 +678,7 @@ int64_t tes_heaps_purge_next(void);
 int64_t tes_cache_purge_due(void);
 void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page);
 void tes_heap_purge_schedule_pages(tes_heap_t *heap, tes_segment_t *seg, uint64_t mask); /* bit i: seg->pages[i] */
+void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes); /* purge_lock held */
 void tes_abandoned_lock(void);
 void tes_abandoned_unlock(void);
 extern tes_segment_t *tes_abandoned_list;     /* under tes_abandoned_lock */

@@ -437,6 +437,7 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
   tes_unlock(&segments_lock_);
   tes_segmap_set(seg, true);
   if (!zero && !purged) schedule_dirty_pages(heap, seg, old_dirty_end);
+  else tes_heap_purge_for_growth(heap, TES_SEGMENT_SIZE);
   return seg;
 }
 
