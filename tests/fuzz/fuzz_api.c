@@ -228,7 +228,10 @@ static void hostile_live(input_t *in, slot_t *s) {
     }
     default: { /* 1-4 bytes past the requested size, then freed */
       verify(s, s->size, "before an overflow");
-      memset(s->ptr + s->size, 0xA5, 1 + n % 4);
+      /* Each byte changed (inverted): a write of the canary's own value
+       * cannot be seen by any canary (fuzzing found a page whose canary
+       * began with the 0xA5 written here before). */
+      for (size_t i = 0; i < 1 + (size_t)n % 4; i++) s->ptr[s->size + i] ^= 0xFF;
       void *p = s->ptr;
       s->ptr = NULL;
       expect_report(bad_free, p, p, "overflow");
@@ -360,9 +363,11 @@ static void run_op(input_t *in) {
       release(s);
       {
         size_t size = take_size(in) + 1;
-        void *p = take8(in) & 1 ? tes_valloc(size) : tes_pvalloc(size);
+        bool whole_pages = take8(in) & 1;
+        void *p = whole_pages ? tes_pvalloc(size) : tes_valloc(size);
         if (!p) FAIL("valloc/pvalloc(%zu) returned NULL", size);
-        adopt(s, p, size, 4096, false);
+        /* pvalloc asks for whole pages: all of them are the program's. */
+        adopt(s, p, whole_pages ? (size + 4095) & ~(size_t)4095 : size, 4096, false);
       }
       break;
     case 10: /* verify everything */
