@@ -86,22 +86,17 @@ if(TARGET tessera_secure)
   endforeach()
 endif()
 
-# The kept-pages destroy race's statistics in the default build (no kept
-# pages there: the same counts must hold).
-add_executable(verify_api_kept_destroy_race_default ${CMAKE_CURRENT_SOURCE_DIR}/api_kept_destroy_race.c)
-target_include_directories(verify_api_kept_destroy_race_default PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
-target_compile_options(verify_api_kept_destroy_race_default PRIVATE -fno-builtin)
-target_link_libraries(verify_api_kept_destroy_race_default PRIVATE tessera_shared Threads::Threads ${CMAKE_DL_LIBS})
-add_test(NAME lib.api_kept_destroy_race.default COMMAND verify_api_kept_destroy_race_default)
-set_tests_properties(lib.api_kept_destroy_race.default PROPERTIES TIMEOUT 300)
-
-# tes_collect from a thread reaches its first-class heaps (default build).
-add_executable(verify_api_fc_collect_default ${CMAKE_CURRENT_SOURCE_DIR}/api_fc_collect.c)
-target_include_directories(verify_api_fc_collect_default PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
-target_compile_options(verify_api_fc_collect_default PRIVATE -fno-builtin)
-target_link_libraries(verify_api_fc_collect_default PRIVATE tessera_shared Threads::Threads ${CMAKE_DL_LIBS})
-add_test(NAME lib.api_fc_collect.default COMMAND verify_api_fc_collect_default)
-set_tests_properties(lib.api_fc_collect.default PROPERTIES TIMEOUT 300)
+# In the default build too: the kept-pages destroy race's statistics (no
+# kept pages there: the same counts must hold), and tes_collect from a
+# thread reaching its first-class heaps.
+foreach(name api_kept_destroy_race api_fc_collect)
+  add_executable(verify_${name}_default ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
+  target_include_directories(verify_${name}_default PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
+  target_compile_options(verify_${name}_default PRIVATE -fno-builtin)
+  target_link_libraries(verify_${name}_default PRIVATE tessera_shared Threads::Threads ${CMAKE_DL_LIBS})
+  add_test(NAME lib.${name}.default COMMAND verify_${name}_default)
+  set_tests_properties(lib.${name}.default PROPERTIES TIMEOUT 300)
+endforeach()
 
 # The same sweep in the default build (tes_* names: linked with it).
 add_executable(verify_api_remote_sweep_default ${CMAKE_CURRENT_SOURCE_DIR}/api_remote_sweep.c)
