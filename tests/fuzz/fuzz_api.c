@@ -175,8 +175,9 @@ static void expect_fail(void *p, int err, const char *what) {
 
 #if FUZZ_HOSTILE
 /* Runs bad(arg) with stderr going to a pipe and checks that the allocator
- * printed one error line containing `kind` and the address p (as %p). */
-static void expect_report(void (*bad)(void *), void *arg, const void *p, const char *kind) {
+ * printed one error line containing `kind` (or `other`, when not NULL) and
+ * the address p (as %p). */
+static void expect_report_of(void (*bad)(void *), void *arg, const void *p, const char *kind, const char *other) {
   int fds[2];
   if (pipe2(fds, O_NONBLOCK) != 0) FAIL("pipe2 failed");
   fflush(stderr);
@@ -192,8 +193,12 @@ static void expect_report(void (*bad)(void *), void *arg, const void *p, const c
   text[n > 0 ? n : 0] = '\0';
   char address[32];
   snprintf(address, sizeof address, "%p", p);
-  if (strstr(text, kind) == NULL || strstr(text, address) == NULL)
+  if ((strstr(text, kind) == NULL && (other == NULL || strstr(text, other) == NULL)) || strstr(text, address) == NULL)
     FAIL("bad call on %p: expected a report of \"%s\" naming %s, got \"%s\"", p, kind, address, text);
+}
+
+static void expect_report(void (*bad)(void *), void *arg, const void *p, const char *kind) {
+  expect_report_of(bad, arg, p, kind, NULL);
 }
 
 static void bad_free(void *p) { tes_free(p); }
@@ -216,7 +221,10 @@ static void hostile_live(input_t *in, slot_t *s) {
     case 1: /* inside the block, 16-byte aligned */
       if (s->size >= 32) {
         size_t offset = 16 * (1 + (size_t)n % ((s->size - 16) / 16));
-        expect_report(bad_free, s->ptr + offset, s->ptr + offset, "invalid free");
+        /* Where a large block started that was freed lately (large.c's
+         * ring), the free is judged a second free of that block: a stale
+         * pointer freed again is the likelier bug (found by fuzzing). */
+        expect_report_of(bad_free, s->ptr + offset, s->ptr + offset, "invalid free", "already freed)");
         verify(s, s->size, "after an interior free");
       }
       break;
