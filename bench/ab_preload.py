@@ -3,10 +3,11 @@
 
   bench/ab_preload.py THREADS ROUNDS LIB0 LIB1 ... [-- ARGS...]
 
-Runs PROGRAM --threads THREADS ARGS under LD_PRELOAD of each library in
+Runs PROGRAM --threads THREADS ARGS (PROGRAM ARGS when THREADS is `-`: the
+fit_* programs take no --threads) under LD_PRELOAD of each library in
 turn, ROUNDS times (the order rotated every round and reversed every other
 cycle, so no library always runs first), and prints per library the median
-work_s the program reports, the median process CPU time (user + system of
+work_s the program reports (time_s, the fit programs' timed loop), the median process CPU time (user + system of
 the child), the medians of the per-round ratios of both to LIB0's, and the
 median minor-fault count. PROGRAM is $BIN, build/bench/bench_mstress by
 default. On a noisy machine, list LIB0 twice (two copies) as an A/A
@@ -22,10 +23,12 @@ import sys
 def run(program, threads, extra, lib):
     env = dict(os.environ, LD_PRELOAD=lib)
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([program, "--threads", threads] + extra, env=env, capture_output=True, text=True,
-                         check=True).stdout
+    command = [program] + ([] if threads == "-" else ["--threads", threads]) + extra
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    work = float(next(w for w in out.split() if w.startswith("work_s="))[len("work_s="):])
+    words = out.split()
+    key = "work_s=" if any(w.startswith("work_s=") for w in words) else "time_s="
+    work = float(next(w for w in words if w.startswith(key))[len(key):])
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     return work, cpu, r1.ru_minflt - r0.ru_minflt
 
