@@ -711,7 +711,10 @@ static void queues_sweep(tes_heap_t *heap) {
      * resident, when the program stopped using the class (up to 512 KiB a
      * medium class), until a malloc_trim. One look was not enough: heads of
      * classes in use, empty at that moment, retired and were carved again
-     * (traces-cmu-classic: 250 more page faults). A class used again takes
+     * (traces-cmu-classic: 250 more page faults). Nor were two: a class
+     * whose every malloc is freed before the next (a hardened ping-pong,
+     * no bins) is empty at each sweep; so a slow path of the class between
+     * the two looks (find_page) clears the mark. A class used again takes
      * a page back, this one while it waits dirty. */
     bool empty = tes_page_live(head) == 0;
     if (empty && heap->idle_head[c] == head && tes_page_take_if_empty(head)) {
@@ -941,6 +944,7 @@ static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c, bool adopt, bool *re
  * malloc (1.6 KB more code). */
 #define FIND_PAGE_ADOPT_ROUNDS 4
 TES_INLINE tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
+  heap->idle_head[c] = NULL; /* the class is in use: its head is not idle (queues_sweep) */
   for (int round = 0;; round++) {
     tes_page_t *page = heap->queues[c].first;
     while (page != NULL) {

@@ -387,7 +387,7 @@ struct tes_heap_s {
   uintptr_t key;                        /* secure: per-heap random */
   uint64_t random;                      /* secure: xorshift state */
   tes_counters_t counters;
-  tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep (heap.c) */
+  tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep, no slow path of the class since (heap.c) */
   /* Last, and never zeroed as a whole (an entry is read only after its tag
    * matched), so a new thread's heap touches 8 KiB less memory. */
   tes_page_t *slice_page[TES_SLICE_SLOTS];
