@@ -870,9 +870,9 @@ void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page) {
  * (tes_block_next_checked), not send the owner to a wild address (SIGSEGV
  * on its next slow path). A link passes when it is a carved block start of
  * a page in use of this heap. */
-static bool delayed_link_ok(const tes_heap_t *heap, const tes_block_t *next) {
+static bool delayed_link_ok(const tes_heap_t *heap, const tes_block_t *block, const tes_block_t *next) {
   if (next == NULL) return true;
-  if (!tes_maybe_small_block(next)) return false;
+  if (next == block || !tes_maybe_small_block(next)) return false; /* a self-link (node->next = node) is a cycle */
   tes_page_t *page = tes_page_of(tes_segment_of(next), next);
   size_t index;
   return page->in_use && atomic_load_explicit(&page->heap, memory_order_relaxed) == heap &&
@@ -882,15 +882,24 @@ static bool delayed_link_ok(const tes_heap_t *heap, const tes_block_t *next) {
 
 void tes_heap_process_delayed(tes_heap_t *heap) {
   tes_block_t *block = atomic_exchange_explicit(&heap->delayed_free, NULL, memory_order_acquire);
+#if TES_SECURE
+  bool linked = false; /* block was reached through a link, not the list's head */
+#endif
   while (block != NULL) {
     tes_block_t *next = block->next;
     tes_segment_t *seg = tes_segment_of(block);
     tes_page_t *page = tes_page_of(seg, block);
 #if TES_SECURE
-    if (tes_unlikely(!delayed_link_ok(heap, next))) {
+    if (tes_unlikely(!delayed_link_ok(heap, block, next))) {
       tes_report_error(TES_ERR_CORRUPT, block, page); /* the blocks after it are lost, never handed out twice */
+      /* A block reached through a link whose own link is bad may be one
+       * this walk freed already (a forged link back to an earlier block,
+       * the head too: its link is now the page's encoded one), or one on a
+       * page's free list: freed again, it was handed out twice. Lost too. */
+      if (linked) break;
       next = NULL;
     }
+    linked = true;
 #endif
     heap->counters.delayed_processed++;
     tes_free_local_block(page, block);

@@ -86,6 +86,37 @@ static void *free_then_write(void *p) {
   return NULL;
 }
 
+/* use_after_free_link_delayed_self/_cycle: the freeing thread writes a
+ * pointer to a block into a freed block's first word (node->next = node,
+ * or to another node), over its delayed-list link. */
+static void *free_then_link(void *arg) {
+  char **blocks = arg; /* the block to free and write, one more to free (or NULL), the address to write */
+  free(blocks[0]);
+  if (blocks[1] != NULL) free(blocks[1]);
+  memcpy(launder(blocks[0]), &blocks[2], sizeof blocks[2]);
+  return NULL;
+}
+
+/* After a write over a delayed-list link: blocks of that class are all
+ * distinct and keep their contents (a block freed twice by the owner's
+ * walk was handed out twice). */
+static int delayed_class_intact(size_t size) {
+  enum { M = 400 };
+  static unsigned char *b[M];
+  for (int i = 0; i < M; i++) {
+    b[i] = malloc(size);
+    if (!b[i]) return 1;
+    memset(b[i], i & 0xff, size);
+  }
+  for (int i = 0; i < M; i++)
+    for (size_t j = 0; j < size; j++)
+      if (b[i][j] != (unsigned char)(i & 0xff)) {
+        printf("block %d of %zu bytes overwritten: a block was handed out twice\n", i, size);
+        return 1;
+      }
+  return 0;
+}
+
 /* use_after_free_link_at_exit: a thread allocates a page's worth of
  * blocks and frees two itself (its page's local list and free list both
  * hold blocks), then waits while the main thread frees the others (the
@@ -553,6 +584,24 @@ static int scenario(const char *name) {
     if (pthread_create(&t, NULL, free_then_write, blocks[0]) != 0 || pthread_join(t, NULL) != 0) return 6;
     for (int i = 0; i < 1000; i++) ((volatile char *)malloc(3000))[0] = 1;
     printf("1000 mallocs after the write\n");
+    return keep_working();
+  } else if (strcmp(name, "use_after_free_link_delayed_self") == 0 ||
+             strcmp(name, "use_after_free_link_delayed_cycle") == 0) {
+    /* As _delayed, the link written over with a block address: the
+     * block's own (node->next = node), or (_cycle) a block freed before
+     * it, earlier in the owner's walk, which then came back to that block
+     * and freed it a second time (handed out twice, after one report).
+     * blocks[0] and blocks[21] are in two full pages; _cycle's list is
+     * blocks[0] -> blocks[21] -> (written: blocks[0]). */
+    enum { N = 200 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) blocks[i] = malloc(3000);
+    bool cycle = strcmp(name, "use_after_free_link_delayed_cycle") == 0;
+    char *args[3] = {cycle ? blocks[21] : blocks[0], cycle ? blocks[0] : NULL, blocks[0]};
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_then_link, args) != 0 || pthread_join(t, NULL) != 0) return 6;
+    if (delayed_class_intact(3000) != 0) return 1;
+    printf("400 distinct blocks of the class after the write\n");
     return keep_working();
   } else if (strcmp(name, "use_after_free_link_at_exit") == 0) {
     /* The write after free is found when the owner's exit collects the
