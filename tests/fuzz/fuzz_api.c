@@ -36,14 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if FUZZ_HOSTILE
-#include <fcntl.h>
-#include <unistd.h>
-#endif
 
 #define SLOTS 32
 #if FUZZ_HOSTILE
-#define OPS 16
+#include <fcntl.h>
+#include <unistd.h>
+#define OPS 16 /* 14 and 15: the bad calls */
 #else
 #define OPS 14
 #endif
