@@ -317,6 +317,7 @@ TES_API void *tes_pvalloc(size_t size) {
 
 /* ---- returning memory --------------------------------------------------------------- */
 TES_API void tes_collect(bool force) {
+  if (tes_visit_defer_collect(force)) return; /* from a tes_heap_visit visitor: at the walk's end */
   tes_reap_late_heaps();
   tes_heap_t *heap = tes_tls_heap;
   /* A forced collect must also reach what exited threads left behind, even

@@ -161,9 +161,30 @@ typedef struct large_item_s {
   const tes_heap_t *heap;
 } large_item_t;
 
+/* tes_collect from a visitor waits for the walk's end: the walk of every
+ * heap holds the segments lock, which the collect takes (it aborted as a
+ * lock re-entered), and the walk of one heap reads pages the collect
+ * retires. Noted in the thread's heap (thread-local state stays one
+ * pointer); a visitor may walk again, hence a depth. */
+bool tes_visit_defer_collect(bool force) {
+  tes_heap_t *self = tes_tls_heap;
+  if (self->visit_depth == 0) return false;
+  if (self->visit_collect < (signed char)force) self->visit_collect = (signed char)force;
+  return true;
+}
+
+static void visit_walk(const tes_heap_t *heap, tes_block_visitor_t *visit, void *arg);
+
 TES_API void tes_heap_visit(const tes_heap_t *heap, tes_block_visitor_t *visit, void *arg) {
   if (visit == NULL) return;
   tes_process_init();
+  tes_heap_t *self = tes_thread_heap_init(); /* NULL (no memory for a heap): nothing noted, as before */
+  if (self != NULL && self->visit_depth++ == 0) self->visit_collect = -1;
+  visit_walk(heap, visit, arg);
+  if (self != NULL && --self->visit_depth == 0 && self->visit_collect >= 0) tes_collect(self->visit_collect > 0);
+}
+
+static void visit_walk(const tes_heap_t *heap, tes_block_visitor_t *visit, void *arg) {
   bool go_on = true;
   if (heap != NULL) {
     /* The caller's own heap: its segments cannot go away under us. */

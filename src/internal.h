@@ -388,6 +388,8 @@ struct tes_heap_s {
   uint64_t random;                      /* secure: xorshift state */
   tes_counters_t counters;
   tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep, no slow path of the class since (heap.c) */
+  unsigned visit_depth;                 /* default heap: its thread's tes_heap_visit walks under way (heap_api.c) */
+  signed char visit_collect;            /* default heap: a tes_collect asked during them: -1 none, else its force */
   /* Last, and never zeroed as a whole (an entry is read only after its tag
    * matched), so a new thread's heap touches 8 KiB less memory. */
   tes_page_t *slice_page[TES_SLICE_SLOTS];
@@ -577,6 +579,7 @@ void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap);
 void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, bool zero);
 void tes_heap_collect(tes_heap_t *heap, bool force);
 void tes_heap_collect_first_class(tes_heap_t *owner, bool force); /* tes_collect: the thread's first-class heaps */
+bool tes_visit_defer_collect(bool force); /* tes_collect inside a tes_heap_visit walk: noted, run at its end */
 void tes_heap_abandon(tes_heap_t *heap);     /* thread exit */
 void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to); /* tes_heap_delete */
 void tes_heap_process_deletes(tes_heap_t *heap); /* the owner moves in the heaps other threads deleted */
