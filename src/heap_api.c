@@ -162,7 +162,7 @@ typedef struct large_item_s {
 } large_item_t;
 
 /* tes_collect from a visitor waits for the walk's end: the walk of every
- * heap holds the segments lock, which the collect takes (it aborted as a
+ * heap (or another thread's) holds the segments lock, which the collect takes (it aborted as a
  * lock re-entered), and the walk of one heap reads pages the collect
  * retires. Noted in the thread's heap (thread-local state stays one
  * pointer); a visitor may walk again, hence a depth. */
@@ -173,27 +173,33 @@ bool tes_visit_defer_collect(bool force) {
   return true;
 }
 
-static void visit_walk(const tes_heap_t *heap, tes_block_visitor_t *visit, void *arg);
+static void visit_walk(const tes_heap_t *heap, bool own, tes_block_visitor_t *visit, void *arg);
 
 TES_API void tes_heap_visit(const tes_heap_t *heap, tes_block_visitor_t *visit, void *arg) {
   if (visit == NULL) return;
   tes_process_init();
   tes_heap_t *self = tes_thread_heap_init(); /* NULL (no memory for a heap): nothing noted, as before */
   if (self != NULL && self->visit_depth++ == 0) self->visit_collect = -1;
-  visit_walk(heap, visit, arg);
+  /* Only the heap's own thread may walk its segment list unlocked. */
+  bool own = heap != NULL && self != NULL && heap->thread_id == self->thread_id;
+  visit_walk(heap, own, visit, arg);
   if (self != NULL && --self->visit_depth == 0 && self->visit_collect >= 0) tes_collect(self->visit_collect > 0);
 }
 
-static void visit_walk(const tes_heap_t *heap, tes_block_visitor_t *visit, void *arg) {
+static void visit_walk(const tes_heap_t *heap, bool own, tes_block_visitor_t *visit, void *arg) {
   bool go_on = true;
-  if (heap != NULL) {
+  if (own) {
     /* The caller's own heap: its segments cannot go away under us. */
     for (const tes_segment_t *seg = heap->segments; seg != NULL && go_on; seg = seg->next)
       go_on = visit_segment(heap, seg, visit, arg);
   } else {
+    /* Every heap, or another thread's, whose segments its thread frees
+     * under the walk (its list was walked unlocked: SIGSEGV on a segment
+     * unmapped meanwhile): every segment, under the lock, its pages
+     * filtered by heap. */
     tes_segments_lock();
     for (const tes_segment_t *seg = tes_segments_all; seg != NULL && go_on; seg = seg->all_next)
-      go_on = visit_segment(NULL, seg, visit, arg);
+      go_on = visit_segment(heap, seg, visit, arg);
     tes_segments_unlock(false);
   }
   /* Large blocks: copy a batch under the lock, call the visitor outside it. */
