@@ -283,10 +283,15 @@ static inline __attribute__((always_inline)) int fit_bins_free(void *ptr, fit_ar
   size_t size = (size_t)(flags & FIT_SIZE_MASK);
   if ((flags & FIT_FREE) || size - FIT_MIN_BLOCK >= FIT_BIN_LIMIT - FIT_MIN_BLOCK) return 0;
   fit_block_t *next = (flags & FIT_LAST) ? NULL : fit_next_phys(b);
-  /* prev_free may be stale (an exact fit does not clear it): look at the
-   * predecessor here and take the out-of-line path only to coalesce. */
-  if ((next && fit_is_free(next)) || (b->prev_free && b->prev_units && fit_is_free(fit_prev_phys(b)))) {
-    fit_bins_arena_free(a, b);
+  /* The predecessor may be free only when prev_free says so (the byte may
+   * be stale: an exact fit does not clear it). The probe is its header, or
+   * b's own (in use, so "not free") when the byte is clear, chosen without
+   * a branch: whether the byte is set is a coin toss on the random
+   * workloads, and a mispredicted branch there held back the load. */
+  size_t prev_offset = (size_t)b->prev_units * FIT_ALIGN & -(size_t)b->prev_free; /* prev_free is 0 or 1 */
+  const fit_block_t *prev_probe = (const fit_block_t *)((char *)b - prev_offset);
+  if ((next && fit_is_free(next)) || fit_is_free(prev_probe)) {
+    fit_bins_arena_free(a, b); /* coalescing */
     return 1;
   }
   b->size_flags = flags | FIT_FREE;

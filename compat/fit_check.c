@@ -118,6 +118,7 @@ int fit_check_arena(fit_arena_t *a, char *err, size_t errlen) {
       if (b->owner != a->id) { error = "block owned by another arena"; break; }
       if (size < FIT_MIN_BLOCK || size % FIT_ALIGN) { error = "bad block size"; break; }
       if ((size_t)b->prev_units * FIT_ALIGN != prev_size) { error = "prev_units does not match predecessor"; break; }
+      if (b->prev_free > 1) { error = "prev_free is neither 0 nor 1 (bf_free masks with it)"; break; }
       if (prev_free && !b->prev_free) { error = "free predecessor without prev_free"; break; }
       if (fit_is_free(b) && b->prev_free) { error = "free block with prev_free set"; break; }
       if (!b->prev_units && b->prev_free) { error = "prev_free set on the first block of a run"; break; }

@@ -68,7 +68,7 @@
 typedef struct fit_block {
   uint32_t prev_units; /* size of the physical predecessor / 16; 0 = first of run */
   uint16_t owner;      /* id of the owning arena (fit_arena_by_id) */
-  uint8_t prev_free;   /* 1 if the physical predecessor may be free */
+  uint8_t prev_free;   /* 1 if the physical predecessor may be free; only 0 or 1 (bf_free masks with it) */
   uint8_t remote_freed; /* ts_nolock: another thread has pushed it onto its owner's remote stack */
   uint64_t size_flags; /* block size in bytes | FIT_FREE | FIT_LAST */
 } fit_block_t;
