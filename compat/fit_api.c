@@ -282,7 +282,7 @@ static inline __attribute__((always_inline)) int fit_bins_free(void *ptr, fit_ar
   uint64_t flags = b->size_flags;
   size_t size = (size_t)(flags & FIT_SIZE_MASK);
   if ((flags & FIT_FREE) || size - FIT_MIN_BLOCK >= FIT_BIN_LIMIT - FIT_MIN_BLOCK) return 0;
-  fit_block_t *next = (flags & FIT_LAST) ? NULL : fit_next_phys(b);
+  fit_block_t *next = fit_next_phys(b); /* not a block when b ends its run: not read then */
   /* The predecessor may be free only when prev_free says so (the byte may
    * be stale: an exact fit does not clear it). The probe is its header, or
    * b's own (in use, so "not free") when the byte is clear, chosen without
@@ -290,14 +290,16 @@ static inline __attribute__((always_inline)) int fit_bins_free(void *ptr, fit_ar
    * workloads, and a mispredicted branch there held back the load. */
   size_t prev_offset = (size_t)b->prev_units * FIT_ALIGN & -(size_t)b->prev_free; /* prev_free is 0 or 1 */
   const fit_block_t *prev_probe = (const fit_block_t *)((char *)b - prev_offset);
-  if ((next && fit_is_free(next)) || fit_is_free(prev_probe)) {
-    fit_bins_arena_free(a, b); /* coalescing */
+  /* The last block of a run (rare: one per run) takes the general path
+   * too, so the common case has no "is there a successor" test. */
+  if ((flags & FIT_LAST) || fit_is_free(next) || fit_is_free(prev_probe)) {
+    fit_bins_arena_free(a, b); /* coalescing, or the end of a run */
     return 1;
   }
   b->size_flags = flags | FIT_FREE;
   b->prev_free = 0;
   fit_size_index_insert(a, b);
-  if (next) next->prev_free = 1; /* its line was just read */
+  next->prev_free = 1; /* its line was just read */
   fit_add_free_bytes(a, (long)size);
   return 1;
 }
