@@ -226,7 +226,8 @@ FIT_API void ff_free(void *ptr) {
 static __attribute__((noinline)) void *fit_bins_malloc_larger(fit_arena_t *a, size_t size, size_t need) {
   size_t i = need / FIT_ALIGN + 1; /* bin need/16 is empty */
   size_t j = i < FIT_BIN_COUNT ? bin_search(a, i) : FIT_BIN_COUNT;
-  if (j >= FIT_BIN_COUNT) return fit_bins_arena_malloc(a, size);
+  if (j >= FIT_BIN_COUNT) /* also every request of an arena that is not binned (below) */
+    return a->index_kind == FIT_INDEX_SIZE_BINS ? fit_bins_arena_malloc(a, size) : fit_arena_malloc(ready(a), size);
   fit_block_t *b = a->bins[j];
   fit_size_index_pop(a, j, b);
   size_t have = j * FIT_ALIGN;
@@ -251,8 +252,12 @@ static __attribute__((noinline)) void *fit_bins_malloc_larger(fit_arena_t *a, si
   return fit_payload(back);
 }
 
+/* No test of the arena's index kind here: the bins of an arena that does
+ * not use them (naive, or not used yet) stay empty, so its requests reach
+ * fit_bins_malloc_larger, which finds no binned block and sends them to the
+ * generic path (the checker verifies that such bins are empty). */
 static inline __attribute__((always_inline)) void *fit_bins_malloc(fit_arena_t *a, size_t size) {
-  if (__builtin_expect(a->index_kind == FIT_INDEX_SIZE_BINS && size < FIT_BIN_LIMIT - FIT_HEADER_SIZE - FIT_ALIGN, 1)) {
+  if (__builtin_expect(size < FIT_BIN_LIMIT - FIT_HEADER_SIZE - FIT_ALIGN, 1)) {
     size_t need = (size + FIT_HEADER_SIZE + FIT_ALIGN - 1) & ~(size_t)(FIT_ALIGN - 1);
     if (need < FIT_MIN_BLOCK) need = FIT_MIN_BLOCK;
     size_t i = need / FIT_ALIGN;

@@ -51,7 +51,15 @@ static const char *check_index_shape(fit_arena_t *a, fit_block_t **where) {
       if (fit_links(b)->a != prev) return "list back link is wrong";
       if (prev && prev >= b) return "list is not in address order";
     }
-  } else if (a->index_kind == FIT_INDEX_SIZE_BINS) {
+  }
+  if (a->index_kind != FIT_INDEX_SIZE_BINS) {
+    /* bf_malloc's fast path does not test the index kind: it relies on these */
+    for (size_t w = 0; w < FIT_BIN_WORDS; w++)
+      if (a->bin_bits[w]) return "bins in use by an arena that is not binned";
+    for (size_t i = 0; i < FIT_BIN_COUNT; i++)
+      if (a->bins[i]) return "bins in use by an arena that is not binned";
+  }
+  if (a->index_kind == FIT_INDEX_SIZE_BINS) {
     for (size_t i = 0; i < FIT_BIN_COUNT; i++) {
       int marked = (a->bin_bits[i >> 6] >> (i & 63)) & 1;
       if (marked != (a->bins[i] != NULL)) return "bin bitmap disagrees with bin";
