@@ -20,7 +20,10 @@
  *  - no two free blocks are physically adjacent (free coalesces both sides);
  *  - every free block is in its arena's free index exactly once, and the
  *    index holds nothing else;
- *  - arena->free_bytes is the sum of the sizes of the free blocks.
+ *  - arena->free_bytes is the sum of the sizes of the free blocks;
+ *  - prev_free is exactly 0 or 1 (bf_free turns it into a mask);
+ *  - an arena whose index is not FIT_INDEX_SIZE_BINS has every bin empty
+ *    (bf_malloc's exact fit does not test the index kind).
  *
  * Free indexes (one per arena, chosen when the arena is first used):
  *  - FIT_INDEX_LIST: address-ordered doubly linked list, linear scans (the
