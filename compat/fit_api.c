@@ -226,7 +226,8 @@ FIT_API void ff_free(void *ptr) {
 static __attribute__((noinline)) void *fit_bins_malloc_larger(fit_arena_t *a, size_t size, size_t need) {
   size_t i = need / FIT_ALIGN + 1; /* bin need/16 is empty */
   size_t j = i < FIT_BIN_COUNT ? bin_search(a, i) : FIT_BIN_COUNT;
-  if (j >= FIT_BIN_COUNT) return fit_bins_arena_malloc(a, size);
+  if (j >= FIT_BIN_COUNT) /* also every request of an arena that is not binned (below) */
+    return a->index_kind == FIT_INDEX_SIZE_BINS ? fit_bins_arena_malloc(a, size) : fit_arena_malloc(ready(a), size);
   fit_block_t *b = a->bins[j];
   fit_size_index_pop(a, j, b);
   size_t have = j * FIT_ALIGN;
@@ -251,8 +252,12 @@ static __attribute__((noinline)) void *fit_bins_malloc_larger(fit_arena_t *a, si
   return fit_payload(back);
 }
 
+/* No test of the arena's index kind here: the bins of an arena that does
+ * not use them (naive, or not used yet) stay empty, so its requests reach
+ * fit_bins_malloc_larger, which finds no binned block and sends them to the
+ * generic path (the checker verifies that such bins are empty). */
 static inline __attribute__((always_inline)) void *fit_bins_malloc(fit_arena_t *a, size_t size) {
-  if (__builtin_expect(a->index_kind == FIT_INDEX_SIZE_BINS && size < FIT_BIN_LIMIT - FIT_HEADER_SIZE - FIT_ALIGN, 1)) {
+  if (__builtin_expect(size < FIT_BIN_LIMIT - FIT_HEADER_SIZE - FIT_ALIGN, 1)) {
     size_t need = (size + FIT_HEADER_SIZE + FIT_ALIGN - 1) & ~(size_t)(FIT_ALIGN - 1);
     if (need < FIT_MIN_BLOCK) need = FIT_MIN_BLOCK;
     size_t i = need / FIT_ALIGN;
@@ -282,17 +287,24 @@ static inline __attribute__((always_inline)) int fit_bins_free(void *ptr, fit_ar
   uint64_t flags = b->size_flags;
   size_t size = (size_t)(flags & FIT_SIZE_MASK);
   if ((flags & FIT_FREE) || size - FIT_MIN_BLOCK >= FIT_BIN_LIMIT - FIT_MIN_BLOCK) return 0;
-  fit_block_t *next = (flags & FIT_LAST) ? NULL : fit_next_phys(b);
-  /* prev_free may be stale (an exact fit does not clear it): look at the
-   * predecessor here and take the out-of-line path only to coalesce. */
-  if ((next && fit_is_free(next)) || (b->prev_free && b->prev_units && fit_is_free(fit_prev_phys(b)))) {
-    fit_bins_arena_free(a, b);
+  fit_block_t *next = fit_next_phys(b); /* not a block when b ends its run: not read then */
+  /* The predecessor may be free only when prev_free says so (the byte may
+   * be stale: an exact fit does not clear it). The probe is its header, or
+   * b's own (in use, so "not free") when the byte is clear, chosen without
+   * a branch: whether the byte is set is a coin toss on the random
+   * workloads, and a mispredicted branch there held back the load. */
+  size_t prev_offset = (size_t)b->prev_units * FIT_ALIGN & -(size_t)b->prev_free; /* prev_free is 0 or 1 */
+  const fit_block_t *prev_probe = (const fit_block_t *)((char *)b - prev_offset);
+  /* The last block of a run (rare: one per run) takes the general path
+   * too, so the common case has no "is there a successor" test. */
+  if ((flags & FIT_LAST) || fit_is_free(next) || fit_is_free(prev_probe)) {
+    fit_bins_arena_free(a, b); /* coalescing, or the end of a run */
     return 1;
   }
   b->size_flags = flags | FIT_FREE;
   b->prev_free = 0;
   fit_size_index_insert(a, b);
-  if (next) next->prev_free = 1; /* its line was just read */
+  next->prev_free = 1; /* its line was just read */
   fit_add_free_bytes(a, (long)size);
   return 1;
 }

@@ -51,7 +51,15 @@ static const char *check_index_shape(fit_arena_t *a, fit_block_t **where) {
       if (fit_links(b)->a != prev) return "list back link is wrong";
       if (prev && prev >= b) return "list is not in address order";
     }
-  } else if (a->index_kind == FIT_INDEX_SIZE_BINS) {
+  }
+  if (a->index_kind != FIT_INDEX_SIZE_BINS) {
+    /* bf_malloc's fast path does not test the index kind: it relies on these */
+    for (size_t w = 0; w < FIT_BIN_WORDS; w++)
+      if (a->bin_bits[w]) return "bins in use by an arena that is not binned";
+    for (size_t i = 0; i < FIT_BIN_COUNT; i++)
+      if (a->bins[i]) return "bins in use by an arena that is not binned";
+  }
+  if (a->index_kind == FIT_INDEX_SIZE_BINS) {
     for (size_t i = 0; i < FIT_BIN_COUNT; i++) {
       int marked = (a->bin_bits[i >> 6] >> (i & 63)) & 1;
       if (marked != (a->bins[i] != NULL)) return "bin bitmap disagrees with bin";
@@ -118,6 +126,7 @@ int fit_check_arena(fit_arena_t *a, char *err, size_t errlen) {
       if (b->owner != a->id) { error = "block owned by another arena"; break; }
       if (size < FIT_MIN_BLOCK || size % FIT_ALIGN) { error = "bad block size"; break; }
       if ((size_t)b->prev_units * FIT_ALIGN != prev_size) { error = "prev_units does not match predecessor"; break; }
+      if (b->prev_free > 1) { error = "prev_free is neither 0 nor 1 (bf_free masks with it)"; break; }
       if (prev_free && !b->prev_free) { error = "free predecessor without prev_free"; break; }
       if (fit_is_free(b) && b->prev_free) { error = "free block with prev_free set"; break; }
       if (!b->prev_units && b->prev_free) { error = "prev_free set on the first block of a run"; break; }

@@ -20,7 +20,10 @@
  *  - no two free blocks are physically adjacent (free coalesces both sides);
  *  - every free block is in its arena's free index exactly once, and the
  *    index holds nothing else;
- *  - arena->free_bytes is the sum of the sizes of the free blocks.
+ *  - arena->free_bytes is the sum of the sizes of the free blocks;
+ *  - prev_free is exactly 0 or 1 (bf_free turns it into a mask);
+ *  - an arena whose index is not FIT_INDEX_SIZE_BINS has every bin empty
+ *    (bf_malloc's exact fit does not test the index kind).
  *
  * Free indexes (one per arena, chosen when the arena is first used):
  *  - FIT_INDEX_LIST: address-ordered doubly linked list, linear scans (the
@@ -68,7 +71,7 @@
 typedef struct fit_block {
   uint32_t prev_units; /* size of the physical predecessor / 16; 0 = first of run */
   uint16_t owner;      /* id of the owning arena (fit_arena_by_id) */
-  uint8_t prev_free;   /* 1 if the physical predecessor may be free */
+  uint8_t prev_free;   /* 1 if the physical predecessor may be free; only 0 or 1 (bf_free masks with it) */
   uint8_t remote_freed; /* ts_nolock: another thread has pushed it onto its owner's remote stack */
   uint64_t size_flags; /* block size in bytes | FIT_FREE | FIT_LAST */
 } fit_block_t;
@@ -127,9 +130,10 @@ typedef struct fit_arena {
   char *top_end;
   fit_block_t *top_last;
   _Atomic unsigned long free_bytes; /* written by the owner only */
-  /* Allocations so far (the stamps of fit_stamp_now); beside free_bytes,
-   * on the cache line every malloc touches anyway. */
-  uint32_t alloc_clock;
+  /* Allocations so far (the stamps of fit_stamp_now), kept shifted into
+   * place (the top FIT_STAMP_BITS bits; it wraps with them), beside
+   * free_bytes, on the cache line every malloc touches anyway. */
+  uint64_t alloc_clock;
   /* FIT_INDEX_LIST */
   fit_block_t *list_head;
   /* FIT_INDEX_ADDR_TREE, and the large-size treap of FIT_INDEX_SIZE_BINS */
@@ -160,8 +164,9 @@ static inline void fit_set_size(fit_block_t *b, size_t size, uint64_t flags) {
 }
 /* The stamp of a block allocated now, ready to be or-ed into size_flags. */
 static inline uint64_t fit_stamp_now(fit_arena_t *a) {
-  return (uint64_t)(++a->alloc_clock & ((1u << FIT_STAMP_BITS) - 1)) << FIT_STAMP_SHIFT;
+  return a->alloc_clock += (uint64_t)1 << FIT_STAMP_SHIFT;
 }
+_Static_assert(FIT_STAMP_SHIFT + FIT_STAMP_BITS == 64, "the shifted clock wraps exactly with the stamp");
 /* Was allocated block x allocated after allocated block y? (Stamps wrap
  * after 2^24 allocations; the answer is then a guess, which only moves
  * where a block is carved from, never which block is chosen.) */

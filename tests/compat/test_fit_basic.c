@@ -135,6 +135,48 @@ static void case_prev_hint(const fit_test_api_t *api) {
   CHECK_HEAP();
 }
 
+/* bf_free turns prev_free into a mask (-(size_t)prev_free), so the byte
+ * must be exactly 0 or 1: the checker says so when it is not. */
+static void case_prev_hint_is_a_bit(const fit_test_api_t *api) {
+  char *guard = api->alloc(64); /* so p is not the first block of its run */
+  char *p = api->alloc(200);
+  CHECK(guard && p);
+  fit_block_t *h = fit_header_of(p);
+  CHECK(h->prev_units != 0);
+  fit_arena_t *a = fit_test_arena_of(p);
+  uint8_t saved = h->prev_free;
+  char err[200];
+  h->prev_free = 2;
+  CHECK(fit_check_arena(a, err, sizeof err) != 0);
+  h->prev_free = saved;
+  CHECK(fit_check_arena(a, err, sizeof err) == 0);
+  api->release(p);
+  api->release(guard);
+  CHECK_HEAP();
+}
+
+/* bf_malloc's fast path does not test the arena's index kind: an arena
+ * that is not binned (first fit, the naive versions) must keep its bins
+ * empty, and the checker says so when one is not. */
+static void case_unbinned_bins_empty(const fit_test_api_t *api) {
+  char *p = api->alloc(200);
+  CHECK(p);
+  fit_arena_t *a = fit_test_arena_of(p);
+  char err[200];
+  CHECK(fit_check_arena(a, err, sizeof err) == 0);
+  if (a->index_kind != FIT_INDEX_SIZE_BINS) {
+    a->bins[13] = fit_header_of(p);
+    CHECK(fit_check_arena(a, err, sizeof err) != 0);
+    a->bins[13] = NULL;
+    a->bin_bits[0] = 1u << 13;
+    CHECK(fit_check_arena(a, err, sizeof err) != 0);
+    a->bin_bits[0] = 0;
+    CHECK(fit_check_arena(a, err, sizeof err) == 0);
+  }
+  api->release(p);
+  CHECK_HEAP();
+}
+
 /* Which end of a hole a split hands out. Fast best fit (the size bins):
  * the end next to the more recently allocated neighbour, so the remainder
  * waits next to the older one; the naive versions and first fit always carve
@@ -440,6 +482,7 @@ int main(void) {
       {"bad_free", case_bad_free},             {"bin_boundary", case_bin_boundary},               {"cross_free", case_cross_free},
       {"prev_hint", case_prev_hint},           {"carve_next_younger", case_carve_next_younger},
       {"carve_prev_younger", case_carve_prev_younger}, {"double_free_merged", case_double_free_merged},
+      {"prev_hint_is_a_bit", case_prev_hint_is_a_bit}, {"unbinned_bins_empty", case_unbinned_bins_empty},
   };
   const char *impl = getenv("TESSERA_FIT_IMPL");
   printf("implementation: %s\n", impl && strcmp(impl, "naive") == 0 ? "naive" : "fast");
