@@ -97,7 +97,11 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
       if (tes_likely(block != NULL)) return block;
     }
   }
+#if TES_SECURE
   return tes_heap_malloc_miss(size, heap);
+#else
+  return tes_heap_malloc_generic(heap, size, false);
+#endif
 }
 
 /* A block of a page this thread owns: into the page's heap's bin while it

@@ -1038,19 +1038,20 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
 #endif
 }
 
-/* malloc's fast path found no free block on the page it pops from. The
+/* The hardened malloc's fast path found no free block on the page it pops
+ * from (the default build calls tes_heap_malloc_generic: see internal.h). The
  * commonest case in a program that frees what it allocates: that page (its
  * class's head) ran dry while its owner's frees wait on local_free. The slow
  * path's first step would make them the free list (find_page, before any
  * carving), and heap_deferred would find nothing due, at ~140 instructions a
- * call in the hardened build (bench_threads: 63,500 such calls in 1.9 M
- * mallocs, 4.7% of the run; 17 more instructions a pair than the bins in the
- * default build with TESSERA_BINS=0). Here the list moves at once, without
+ * call (bench_threads: 63,500 such calls in 1.9 M mallocs, 4.7% of the
+ * run). Here the list moves at once, without
  * touching the fast path. The page goes the long way when a remote stack
  * waits or (hardened) a cut link is to be reported, both of which
  * tes_page_collect handles; and every eighth refill does too, so that
- * heap_deferred's work (delayed frees, timed purges, the bins' flush, the
- * kept pages' window) still runs on at least one in eight of these calls. */
+ * heap_deferred's work (delayed frees, timed purges, the kept pages'
+ * window) still runs on at least one in eight of these calls. */
+#if TES_SECURE
 void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap) {
   tes_page_t *page = NULL;
   if (size <= TES_DIRECT_MAX - TES_PADDING) page = heap->direct[(size + TES_PADDING + 15) >> 4];
@@ -1067,6 +1068,7 @@ void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap) {
   }
   return tes_heap_malloc_generic(heap, size, false);
 }
+#endif
 
 /* Aligned small/medium allocation: a class whose block size is a multiple of
  * the alignment, in a page whose block area is page-aligned, yields aligned
