@@ -356,6 +356,9 @@ struct tes_heap_s {
   _Atomic int64_t purge_due;
   _Atomic int64_t kept_purge_due;       /* secure: see `kept` below */
   uint64_t slow_count;
+#if TES_SECURE
+  uint32_t quick_refills;                /* tes_heap_malloc_miss's refills from local_free (every eighth goes the long way) */
+#endif
   int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
   int64_t queues_sweep_due;             /* ms clock: next look for queued pages others emptied (slow path) */
   /* Hardened build: pages whose last block the owner freed, kept for
@@ -571,9 +574,13 @@ void tes_heap_release_struct(tes_heap_t *heap);
 void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default);
 void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero);  /* slow path */
 #if TES_SECURE
-/* The hardened malloc's fast path missed: the generic path, its arguments
- * in the order malloc holds them (size stays in the first register, so the
- * fast path moves nothing to make the tail call). */
+/* The hardened malloc's fast path missed: a head page refilled from its
+ * owner's frees, else the generic path (heap.c); its arguments in the
+ * order malloc holds them (size stays in the first register, so the fast
+ * path moves nothing to make the tail call). The default build calls
+ * tes_heap_malloc_generic: the same refill there ran its threads row 4-5%
+ * slower with bins on, where it never refills (docs/PERFORMANCE.md,
+ * "Refills from local_free"). */
 void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap);
 #endif
 void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, bool zero);

@@ -55,3 +55,22 @@ function(tessera_add_slowpath_budget test_name budget library_target)
             $<TARGET_FILE:slowpath_budget> $<TARGET_FILE:${library_target}>)
   set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endfunction()
+
+# Instructions per malloc miss (tes_heap_malloc_miss and everything it
+# calls) in LIBRARY_TARGET preloaded, on refill_budget's batches, where
+# nearly every miss is a page refilled from its owner's frees
+# (tests/lib/slowpath_budget.sh). Extra arguments are NAME=VALUE settings
+# for the environment (TESSERA_BINS=0). Skipped (77) when valgrind is missing.
+function(tessera_add_refill_budget test_name budget library_target)
+  if(NOT TARGET refill_budget)
+    add_executable(refill_budget ${PROJECT_SOURCE_DIR}/tests/lib/refill_budget.c)
+    target_compile_options(refill_budget PRIVATE -O2 -fno-builtin)
+  endif()
+  add_test(NAME ${test_name}
+    COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.sh ${budget}
+            $<TARGET_FILE:refill_budget> $<TARGET_FILE:${library_target}> tes_heap_malloc_miss)
+  set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+  if(ARGN)
+    set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${ARGN}")
+  endif()
+endfunction()
