@@ -53,7 +53,8 @@ bool tes_page_extend(tes_page_t *page) {
   if (page->capacity >= page->reserved) return false;
   size_t bs = page->block_size;
   size_t count = tes_page_extend_bytes(page) / bs;
-  if (count < TES_EXTEND_MIN_BLOCKS) count = TES_EXTEND_MIN_BLOCKS;
+  size_t min = tes_page_extend_min_blocks(bs);
+  if (count < min) count = min;
   if (count > page->reserved - page->capacity) count = page->reserved - page->capacity;
   uint8_t *start = page->area + (size_t)page->capacity * bs;
 #if TES_SECURE

@@ -10,6 +10,8 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct job_s {
   void **blocks;
@@ -195,5 +197,34 @@ int main(void) {
   CHECK(p16->free_is_zero, "blocks carved from fresh memory are not known zero");
   tes_free(x);
   tes_heap_destroy(heap);
+
+  /* Blocks of an OS page or more are carved one at a time (default build):
+   * carving four wrote a link into each of their first OS pages, faulting
+   * in memory for blocks never handed out. A fresh heap on a freshly mapped
+   * segment (the cache unmapped) takes one 64 KiB block without writing it:
+   * nothing of its page beyond that block is resident. */
+  size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
+  if (!TES_SECURE && os_page <= 65536) {
+    tes_collect(true);
+    tes_heap_t *medium = tes_heap_new();
+    REQUIRE(medium != NULL, "tes_heap_new");
+    uint8_t *big = tes_heap_malloc(medium, 65536);
+    REQUIRE(big != NULL, "65536-byte block");
+    tes_page_t *pm = tes_page_of(tes_segment_of(big), big);
+    CHECK(pm->capacity == 1, "fresh page of 64 KiB blocks carved %u blocks, want 1", pm->capacity);
+    size_t page_bytes = (size_t)1 << tes_segment_of(big)->page_shift;
+    uint8_t *rest = pm->area + 65536;
+    size_t rest_pages = (page_bytes - 65536) / os_page;
+    unsigned char vec[(((size_t)1 << TES_MEDIUM_PAGE_SHIFT) - 65536) / 4096];
+    REQUIRE(rest_pages <= sizeof vec && mincore(rest, rest_pages * os_page, vec) == 0, "mincore");
+    size_t resident = 0;
+    for (size_t i = 0; i < rest_pages; i++) resident += vec[i] & 1;
+    CHECK(resident == 0, "%zu OS pages resident beyond the one block taken", resident);
+    uint8_t *big2 = tes_heap_malloc(medium, 65536);
+    CHECK(big2 == big + 65536 && pm->capacity == 2, "second block: capacity %u", pm->capacity);
+    tes_free(big2);
+    tes_free(big);
+    tes_heap_destroy(medium);
+  }
   return unit_finish("unit_page");
 }
