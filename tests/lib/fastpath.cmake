@@ -4,6 +4,15 @@
 # a fast path fails its budget. Skipped (77) when valgrind is missing.
 # Included by tests/lib (lib.fastpath_budget) and tests/security
 # (security.fastpath_budget, the hardened build's).
+# The workload program tests/lib/PROGRAM.c of a callgrind budget, built once
+# (optimised, with malloc calls kept as calls) whichever test asks first.
+function(tessera_budget_program program)
+  if(NOT TARGET ${program})
+    add_executable(${program} ${PROJECT_SOURCE_DIR}/tests/lib/${program}.c)
+    target_compile_options(${program} PRIVATE -O2 -fno-builtin)
+  endif()
+endfunction()
+
 function(tessera_add_fastpath_budget test_name budget label library_target)
   if(NOT TARGET fastpath_bench)
     add_subdirectory(${PROJECT_SOURCE_DIR}/bench/fastpath ${CMAKE_BINARY_DIR}/bench/fastpath)
@@ -18,10 +27,7 @@ endfunction()
 # growth stays within the block's pages), in LIBRARY_TARGET preloaded
 # (tests/lib/grow_budget.sh). Skipped (77) when valgrind is missing.
 function(tessera_add_grow_budget test_name budget library_target)
-  if(NOT TARGET grow_budget)
-    add_executable(grow_budget ${PROJECT_SOURCE_DIR}/tests/lib/grow_budget.c)
-    target_compile_options(grow_budget PRIVATE -O2 -fno-builtin)
-  endif()
+  tessera_budget_program(grow_budget)
   add_test(NAME ${test_name}
     COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/grow_budget.sh ${budget}
             $<TARGET_FILE:grow_budget> $<TARGET_FILE:${library_target}>)
@@ -46,10 +52,7 @@ endfunction()
 # fit-large-like workload (tests/lib/slowpath_budget.sh). Skipped (77) when
 # valgrind is missing.
 function(tessera_add_slowpath_budget test_name budget library_target)
-  if(NOT TARGET slowpath_budget)
-    add_executable(slowpath_budget ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.c)
-    target_compile_options(slowpath_budget PRIVATE -O2 -fno-builtin)
-  endif()
+  tessera_budget_program(slowpath_budget)
   add_test(NAME ${test_name}
     COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.sh ${budget}
             $<TARGET_FILE:slowpath_budget> $<TARGET_FILE:${library_target}>)
@@ -62,10 +65,7 @@ endfunction()
 # (tests/lib/slowpath_budget.sh). Extra arguments are NAME=VALUE settings
 # for the environment (TESSERA_BINS=0). Skipped (77) when valgrind is missing.
 function(tessera_add_refill_budget test_name budget library_target)
-  if(NOT TARGET refill_budget)
-    add_executable(refill_budget ${PROJECT_SOURCE_DIR}/tests/lib/refill_budget.c)
-    target_compile_options(refill_budget PRIVATE -O2 -fno-builtin)
-  endif()
+  tessera_budget_program(refill_budget)
   add_test(NAME ${test_name}
     COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.sh ${budget}
             $<TARGET_FILE:refill_budget> $<TARGET_FILE:${library_target}> tes_heap_malloc_miss)
