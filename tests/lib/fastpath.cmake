@@ -47,15 +47,15 @@ function(tessera_add_large_cycle_budget test_name library_target)
   set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endfunction()
 
-# Instructions per call of the malloc slow path (tes_heap_malloc_generic and
-# everything it calls) in LIBRARY_TARGET preloaded, on slowpath_budget's
-# fit-large-like workload (tests/lib/slowpath_budget.sh). Skipped (77) when
-# valgrind is missing.
+# Instructions per call of the malloc slow path (tes_heap_malloc_generic, or
+# the function named after the library target, and everything it calls) in
+# LIBRARY_TARGET preloaded, on slowpath_budget's fit-large-like workload
+# (tests/lib/slowpath_budget.sh). Skipped (77) when valgrind is missing.
 function(tessera_add_slowpath_budget test_name budget library_target)
   tessera_budget_program(slowpath_budget)
   add_test(NAME ${test_name}
     COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.sh ${budget}
-            $<TARGET_FILE:slowpath_budget> $<TARGET_FILE:${library_target}>)
+            $<TARGET_FILE:slowpath_budget> $<TARGET_FILE:${library_target}> ${ARGN})
   set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endfunction()
 
