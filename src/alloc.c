@@ -160,7 +160,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
     tes_heap_t *table = tes_tls_heap;
     size_t slot;
     if (tes_likely(tes_slice_hit(table, p, &slot))) {
-      tes_page_t *page = table->slice_page[slot];
+      tes_page_t *page = table->slices->page[slot];
 #if TES_SECURE
       uint32_t requested;
       if (tes_likely(tes_secure_recorded_size(page, p, &requested) && tes_secure_canary_ok(page, p, requested)))

@@ -110,9 +110,12 @@ TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
 #if !TES_SECURE
   tes_bin_t *bin = page->bin;
   /* The room byte read on its own (little-endian low byte of tally): GCC
-   * then tests it in memory and decrements tally with one instruction,
-   * instead of loading, testing, decrementing and storing the word. */
-  if (tes_likely(__atomic_load_n((const uint8_t *)&bin->tally, __ATOMIC_RELAXED) != 0)) {
+   * then tests it in memory (`cmpb $0`: a plain read, which only the owner
+   * makes; the relaxed atomic load it was until the seventeenth session
+   * cost a `movzbl` and a `test`) and decrements tally with one
+   * instruction, instead of loading, testing, decrementing and storing the
+   * word. */
+  if (tes_likely(*(const uint8_t *)&bin->tally != 0)) {
     /* The default build's double-free checks, without reading the block
      * (free only writes it): a block freed twice in a row is the bin's
      * head; one freed again with other frees between is caught when the
@@ -162,7 +165,7 @@ TES_INLINE void tes_free_inline(void *p) {
   size_t slot;
   if (tes_likely(tes_slice_hit(heap, p, &slot))) {
     /* A page of our own small/medium segment: a local free, no atomics. */
-    tes_page_t *page = heap->slice_page[slot];
+    tes_page_t *page = heap->slices->page[slot];
 #if TES_SECURE
     if (tes_unlikely(!tes_secure_free_quick(page, p))) {
       tes_secure_free_local(p, page); /* reports, frees unless it must not */
@@ -188,7 +191,7 @@ TES_INLINE size_t tes_usable_size_inline(const void *p) {
   tes_heap_t *heap = tes_tls_heap;
   size_t slot;
   if (tes_likely(tes_slice_hit(heap, p, &slot))) {
-    const tes_page_t *page = heap->slice_page[slot];
+    const tes_page_t *page = heap->slices->page[slot];
 #if !TES_SECURE
     return page->block_size;
 #else

@@ -180,9 +180,11 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
   bins_reset(heap);
   /* An empty slot is any tag no pointer's slice equals. 0 is one in every
    * slot but slot 0, which also serves slice 0 (NULL and the first 64 KiB):
-   * so one store, and the other 8 KiB of tags stay as the zeroed struct
-   * has them (untouched memory for a new thread). */
-  heap->slice_tag[0] = UINTPTR_MAX;
+   * so one store, and the other 64 KiB of tags stay as the zeroed table
+   * has them (untouched memory for a new thread). (With TES_SLICE_BIAS no
+   * user address has slice 0 any more; the store keeps slot 0 as every
+   * cleared slot is, UINTPTR_MAX.) */
+  heap->slices->tag[0] = UINTPTR_MAX;
   heap->thread_id = thread_id;
   heap->thread_default = thread_default ? thread_default : heap;
   atomic_store_explicit(&heap->purge_due, INT64_MAX, memory_order_relaxed);
@@ -200,13 +202,15 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
 tes_heap_t *tes_heap_alloc_struct(void) {
   tes_heap_t *heap = NULL;
   bool pooled = false;
+  /* The struct, then its slice table. */
+  const size_t struct_size = (sizeof(tes_heap_t) + 63) & ~(size_t)63;
   tes_lock(&heaps_lock);
   if (heap_pool != NULL) {
     heap = heap_pool;
     heap_pool = heap->all_next;
     pooled = true;
   } else {
-    size_t need = (sizeof(tes_heap_t) + 63) & ~(size_t)63;
+    size_t need = struct_size + sizeof(tes_slices_t);
     if (heap_chunk_left < need) {
       size_t chunk = 16 * need;
       chunk = (chunk + tes_os_page_size() - 1) & ~(tes_os_page_size() - 1);
@@ -228,7 +232,16 @@ tes_heap_t *tes_heap_alloc_struct(void) {
    * from a fresh mapping, zero already: left untouched, the pages of the
    * struct that a thread does not use never become resident (with the one
    * slice tag of tes_heap_setup: 1,000 idle threads, 52.4 -> 50.9 MB). */
-  if (pooled) memset(heap, 0, offsetof(tes_heap_t, slice_page));
+  if (pooled) {
+    memset(heap, 0, sizeof *heap);
+    /* Of the table, only the tags its last thread set (a write to the
+     * others would make all 64 KiB resident); the pages are read only
+     * after a tag matched. */
+    tes_slices_t *slices = (tes_slices_t *)((uint8_t *)heap + struct_size);
+    for (size_t i = 0; i < TES_SLICE_SLOTS; i++)
+      if (slices->tag[i] != 0) slices->tag[i] = 0;
+  }
+  if (heap != NULL) heap->slices = (tes_slices_t *)((uint8_t *)heap + struct_size);
   return heap;
 }
 

@@ -27,11 +27,13 @@
 
 __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec"))) = &tes_heap_empty;
 
+tes_slices_t tes_slices_none; /* zero: misses every pointer (TES_SLICE_BIAS) */
+
 tes_heap_t tes_heap_empty = {
     .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
     .direct_bin = {[0 ... TES_DIRECT_COUNT - 1] = &tes_heap_empty.bins[0]}, /* empty, room 0 */
     .bins = {[0 ... TES_CLASS_COUNT - 1] = {.head = TES_BIN_END}},
-    .slice_tag = {[0 ... TES_SLICE_SLOTS - 1] = UINTPTR_MAX},
+    .slices = &tes_slices_none,
     .thread_id = TES_TID_NONE,
     .purge_due = INT64_MAX, /* nothing pending, as a new heap says (tes_heap_setup) */
     .kept_purge_due = INT64_MAX,
@@ -45,7 +47,7 @@ tes_heap_t tes_heap_exited = {
     .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
     .direct_bin = {[0 ... TES_DIRECT_COUNT - 1] = &tes_heap_exited.bins[0]}, /* empty, room 0 */
     .bins = {[0 ... TES_CLASS_COUNT - 1] = {.head = TES_BIN_END}},
-    .slice_tag = {[0 ... TES_SLICE_SLOTS - 1] = UINTPTR_MAX},
+    .slices = &tes_slices_none,
     .thread_id = TES_TID_NONE,
     .purge_due = INT64_MAX, /* nothing pending, as a new heap says (tes_heap_setup) */
     .kept_purge_due = INT64_MAX,

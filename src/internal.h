@@ -325,7 +325,23 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
 
 /* ---- heap ------------------------------------------------------------------ */
 #define TES_SLICE_SHIFT 16 /* 64 KiB slices */
-#define TES_SLICE_SLOTS 1024
+#define TES_SLICE_SLOTS 8192 /* 512 MiB of slices (1024, 64 MiB, until the seventeenth session) */
+/* A slice's number is its address plus the bias, over 64 KiB: then no user
+ * address has the number 0 (only 0xffffffff80010000 and the 64 KiB above,
+ * kernel addresses), so an all-zero table misses every pointer, NULL
+ * included: tes_slices_none, the static heaps' table, is zero (.bss). The
+ * bias is a multiple of the slice, and `lea` adds it for free. */
+#define TES_SLICE_BIAS ((uintptr_t)0x7fff0000)
+/* A thread's slice table (tes_heap_t.slices): the tags (slice numbers;
+ * empty slots hold one no slice has) and the pages. Apart from the heap
+ * struct, so that the two static heaps, which must be in .data, point at a
+ * zero table in .bss instead of carrying 128 KiB of it in .data (resident
+ * whole, by the kernel's fault-around, as soon as a page near it is read). */
+typedef struct tes_slices_s {
+  uintptr_t tag[TES_SLICE_SLOTS];
+  struct tes_page_s *page[TES_SLICE_SLOTS]; /* read only after its tag matched: never zeroed as a whole */
+} tes_slices_t;
+extern tes_slices_t tes_slices_none; /* init.c: zero, every lookup misses */
 /* A spin lock that knows its holder (the address of the holding thread's
  * tes_tls_heap slot, as tes_fork_holder names a thread; NULL when free), so
  * that a thread asking for a lock it holds already, which would wait for
@@ -342,14 +358,15 @@ struct tes_heap_s {
   tes_bin_t bins[TES_CLASS_COUNT];      /* default build: recently freed blocks per class */
   /* Free fast path: the 64 KiB slices of the pages in use in segments this
    * thread owns (entered when a page is handed out, removed when it
-   * retires: segment.c), direct-mapped by (address >> 16) % 1024: slice_tag holds the
-   * slice number, slice_page its page. Kept only in a thread's default heap
+   * retires: segment.c), direct-mapped by tes_slice_of(address) % 8192: slices->tag holds the
+   * slice number, slices->page its page (the table follows the heap struct
+   * in its allocation: tes_heap_alloc_struct). Kept only in a thread's default heap
    * (its first-class heaps register there too); a slice missing here, after
    * a collision, simply takes the slow path. A tag match proves the pointer
    * lies in one of our own pages before anything is dereferenced. An empty
    * slot holds a tag no slice has (0, or UINTPTR_MAX in slot 0: see
    * tes_heap_setup). */
-  uintptr_t slice_tag[TES_SLICE_SLOTS];
+  tes_slices_t *slices;
   uintptr_t thread_id;                  /* owner thread's id (shared by its heaps) */
   tes_page_queue_t queues[TES_CLASS_COUNT];
   tes_page_queue_t full;
@@ -403,28 +420,25 @@ struct tes_heap_s {
   tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep, no slow path of the class since (heap.c) */
   unsigned visit_depth;                 /* default heap: its thread's tes_heap_visit walks under way (heap_api.c) */
   signed char visit_collect;            /* default heap: a tes_collect asked during them: -1 none, else its force */
-  /* Last, and never zeroed as a whole (an entry is read only after its tag
-   * matched), so a new thread's heap touches 8 KiB less memory. */
-  tes_page_t *slice_page[TES_SLICE_SLOTS];
 };
 typedef struct tes_heap_s tes_heap_t;
 
 /* The slice table: the 64 KiB slice of p, its slot, and the lookup and
  * update that the free fast path, realloc and the segments share. */
-TES_INLINE uintptr_t tes_slice_of(const void *p) { return (uintptr_t)p >> TES_SLICE_SHIFT; }
+TES_INLINE uintptr_t tes_slice_of(const void *p) { return ((uintptr_t)p + TES_SLICE_BIAS) >> TES_SLICE_SHIFT; }
 TES_INLINE size_t tes_slice_slot(uintptr_t slice) { return slice & (TES_SLICE_SLOTS - 1); }
 /* Does the table hold p's slice (which proves p lies in a page of this
  * thread's own segments; nothing at p is read)? Its page is then
- * heap->slice_page[*slot]. */
+ * heap->slices->page[*slot]. */
 TES_INLINE bool tes_slice_hit(const tes_heap_t *heap, const void *p, size_t *slot) {
   uintptr_t slice = tes_slice_of(p);
   *slot = tes_slice_slot(slice);
-  return heap->slice_tag[*slot] == slice;
+  return heap->slices->tag[*slot] == slice;
 }
 /* The slice's slot now names page (a collision may have taken it). */
 TES_INLINE void tes_slice_set(tes_heap_t *heap, uintptr_t slice, tes_page_t *page) {
-  heap->slice_tag[tes_slice_slot(slice)] = slice;
-  heap->slice_page[tes_slice_slot(slice)] = page;
+  heap->slices->tag[tes_slice_slot(slice)] = slice;
+  heap->slices->page[tes_slice_slot(slice)] = page;
 }
 
 /* ---- globals ------------------------------------------------------------- */

@@ -2,7 +2,11 @@
  * (src/free.c tes_free_slow, src/heap.c page_to_full / heap_detach,
  * src/alloc.c realloc), white-box where the property is internal:
  *
- *  1. own blocks beyond the 64 MiB the free fast path's slice table covers
+ *  0. the free fast path's slice table covers 512 MiB (8,192 slices of
+ *     64 KiB; 64 MiB until the seventeenth session): every block of a
+ *     160 MiB working set of one thread is in it, so its frees take the
+ *     fast path;
+ *  1. own blocks beyond the 512 MiB the slice table covers
  *     are still freed as local frees (none counted as cross-thread), their
  *     memory is reused, and a pointer into one of our own segments that is
  *     not a block (the header page) is still refused;
@@ -12,7 +16,8 @@
  *     segments never touch the vanished heap;
  *  3. a buffer grown a few bytes at a time by realloc moves at most about
  *     once per quarter of growth, with its contents kept.
- * Each part fails on the bug it names (wrong page or thread check: counted
+ * Each part fails on the bug it names (a table of 1,024 slots: 0 finds most
+ * of the 160 MiB missing; wrong page or thread check: counted
  * as cross-thread or corrupt tags; tag left USE_DELAYED: the remote free
  * dereferences a NULL heap and crashes; no growth headroom: > 26 moves). */
 #include "unit_common.h"
@@ -27,9 +32,31 @@ static uint64_t lcg(uint64_t *s) {
   return *s >> 33;
 }
 
-/* ---- 1. more than 64 MiB of one thread's blocks ---------------------------- */
-#define BIG_COUNT 6000
-#define BIG_SIZE (24 * 1024) /* class 24576: 21 blocks per 512 KiB page; 6000 blocks = 144 MiB */
+/* ---- 0. 160 MiB of one thread's blocks, all in the slice table -------------- */
+#define BIG_SIZE (96 * 1024) /* class 98304: 5 blocks per 512 KiB page, 102.4 KiB of address space a block */
+#define COVERED_COUNT 1600    /* 160 MiB of address space */
+
+static void covered_working_set(void) {
+  static void *blocks[COVERED_COUNT];
+  for (size_t i = 0; i < COVERED_COUNT; i++) {
+    blocks[i] = tes_malloc(BIG_SIZE);
+    REQUIRE(blocks[i] != NULL, "malloc %zu of %d", i, COVERED_COUNT);
+    ((unsigned char *)blocks[i])[8] = 1;
+  }
+  tes_heap_t *heap = tes_tls_heap;
+  size_t misses = 0, wrong = 0;
+  for (size_t i = 0; i < COVERED_COUNT; i++) {
+    size_t slot;
+    if (!tes_slice_hit(heap, blocks[i], &slot)) misses++;
+    else if (heap->slices->page[slot] != tes_page_of(tes_segment_of(blocks[i]), blocks[i])) wrong++;
+  }
+  CHECK(misses == 0, "%zu of %d blocks (160 MiB) miss the slice table", misses, COVERED_COUNT);
+  CHECK(wrong == 0, "%zu blocks' slices name the wrong page", wrong);
+  for (size_t i = 0; i < COVERED_COUNT; i++) tes_free(blocks[i]);
+}
+
+/* ---- 1. more than 512 MiB of one thread's blocks --------------------------- */
+#define BIG_COUNT 8000 /* 800 MiB of address space: over a third of the blocks miss the table */
 
 static void stamp(unsigned char *p, size_t i) {
   memcpy(p + 8, &i, sizeof i); /* beyond the free-list link */
@@ -46,6 +73,11 @@ static void big_working_set(void) {
   static size_t order[BIG_COUNT];
   unsigned c = tes_class_of(BIG_SIZE);
   tes_stats_t s0, s1, s2;
+  /* 200 medium segments: the cache must hold them all for the second round
+   * to come from the same memory (64 by default; the 144 MiB of the test
+   * before the table grew took 36). */
+  long cache_was = tes_option_get(TES_OPTION_SEGMENT_CACHE);
+  tes_option_set(TES_OPTION_SEGMENT_CACHE, 256);
   tes_stats_get(&s0);
   for (size_t i = 0; i < BIG_COUNT; i++) {
     blocks[i] = tes_malloc(BIG_SIZE);
@@ -64,8 +96,8 @@ static void big_working_set(void) {
   tes_heap_t *heap = tes_tls_heap;
   size_t misses = 0;
   for (size_t i = 0; i < BIG_COUNT; i++) {
-    uintptr_t slice = (uintptr_t)blocks[i] >> TES_SLICE_SHIFT;
-    if (heap->slice_tag[slice % TES_SLICE_SLOTS] != slice) misses++;
+    size_t slot;
+    if (!tes_slice_hit(heap, blocks[i], &slot)) misses++;
   }
   REQUIRE(misses > BIG_COUNT / 4, "only %zu of %d blocks miss the slice table: the test needs more", misses,
           BIG_COUNT);
@@ -107,6 +139,7 @@ static void big_working_set(void) {
     tes_free(blocks[i]);
   }
   CHECK(bad == 0, "%zu blocks overwritten in the second round", bad);
+  tes_option_set(TES_OPTION_SEGMENT_CACHE, cache_was);
 }
 
 /* ---- 2. the delayed-free tag of pages back from the full queue -------------- */
@@ -206,6 +239,7 @@ static void realloc_growth(void) {
 }
 
 int main(void) {
+  covered_working_set();
   big_working_set();
   delayed_tag();
   realloc_growth();

@@ -115,12 +115,10 @@ int main(void) {
   /* The slice table holds exactly the block pages of our segments. */
   void *small = tes_malloc(64);
   tes_heap_t *heap = tes_tls_heap;
-  uintptr_t slice = (uintptr_t)small >> TES_SLICE_SHIFT;
-  CHECK(heap->slice_tag[slice % TES_SLICE_SLOTS] == slice, "own block's slice missing from the table");
-  CHECK(heap->slice_page[slice % TES_SLICE_SLOTS] == tes_page_of(tes_segment_of(small), small),
-        "slice table gives the wrong page");
-  uintptr_t header_slice = (uintptr_t)tes_segment_of(small) >> TES_SLICE_SHIFT;
-  CHECK(heap->slice_tag[header_slice % TES_SLICE_SLOTS] != header_slice, "header slice is in the table");
+  size_t slot;
+  CHECK(tes_slice_hit(heap, small, &slot), "own block's slice missing from the table");
+  CHECK(heap->slices->page[slot] == tes_page_of(tes_segment_of(small), small), "slice table gives the wrong page");
+  CHECK(!tes_slice_hit(heap, tes_segment_of(small), &slot), "header slice is in the table");
   tes_free(small);
   neighbour_units();
   return unit_finish("unit_segment");
