@@ -55,7 +55,7 @@ void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size) {
       if (page->free_is_zero) block->next = NULL;
       else memset(block, 0, total);
 #if TES_SECURE
-      tes_secure_arm(page, block, total); /* after the zeroing: the canary follows the zeroed bytes */
+      tes_secure_arm_small(page, block, total); /* after the zeroing: the canary follows the zeroed bytes */
 #endif
       return block;
     }
