@@ -61,8 +61,7 @@ TES_INLINE tes_block_t *tes_page_take(tes_page_t *page) {
  * time: the size word's place takes no compare. */
 TES_INLINE void tes_block_arm_in(const tes_page_t *page, void *block, size_t requested, bool small) {
 #if TES_SECURE
-  if (small) tes_secure_arm_small(page, block, requested);
-  else tes_secure_arm(page, block, requested);
+  tes_secure_arm(page, block, requested, small);
 #else
   (void)page, (void)block, (void)requested, (void)small;
 #endif

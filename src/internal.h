@@ -859,33 +859,30 @@ static_assert(TES_SIZE_SLOTS_OFFSET + TES_SIZE_SLOTS * sizeof(uint32_t) <=
               "before the header guard (placed after a small segment's header)");
 
 /* The 32-bit word that records a small or medium block's requested size
- * (or the freed tag): the block's last word, or a medium block's slot. */
-TES_INLINE uint32_t *tes_secure_size_word(const tes_page_t *page, const void *p) {
+ * (or the freed tag): the block's last word, or a medium block's slot.
+ * small: the caller knows the page is a small one (a constant: no
+ * compare). */
+TES_INLINE uint32_t *tes_secure_size_word_in(const tes_page_t *page, const void *p, bool small) {
   uintptr_t at = (uintptr_t)p;
-  if (page->block_size > TES_SMALL_BLOCK_MAX)
+  if (!small && page->block_size > TES_SMALL_BLOCK_MAX)
     return (uint32_t *)((at & ~(uintptr_t)(TES_SEGMENT_SIZE - 1)) + TES_SIZE_SLOTS_OFFSET) +
            ((at >> TES_SIZE_SLOT_SHIFT) & (TES_SIZE_SLOTS - 1));
   return (uint32_t *)(at + page->block_size - sizeof(uint32_t));
 }
+TES_INLINE uint32_t *tes_secure_size_word(const tes_page_t *page, const void *p) {
+  return tes_secure_size_word_in(page, p, false);
+}
+static_assert(TES_DIRECT_MAX <= TES_SMALL_BLOCK_MAX, "the direct table's pages are small pages");
 
 /* A small/medium block was just handed out for `requested` bytes
  * (requested <= block_size - TES_PADDING): write the canary and the size
- * (4 instructions, and the compare that finds a medium block's slot). */
-TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested) {
+ * (4 instructions, and the compare that finds a medium block's slot unless
+ * small says it is a small page's block, as the direct table's are). */
+TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested, bool small) {
   uint32_t canary = (uint32_t)page->keys[1];
   uint32_t size32 = (uint32_t)requested;
   memcpy((uint8_t *)p + requested, &canary, sizeof canary);
-  memcpy(tes_secure_size_word(page, p), &size32, sizeof size32);
-}
-
-/* The same for a block of a small page (the direct table's: sizes up to
- * 1 KiB), without the compare. */
-static_assert(TES_DIRECT_MAX <= TES_SMALL_BLOCK_MAX, "the direct table's pages are small pages");
-TES_INLINE void tes_secure_arm_small(const tes_page_t *page, void *p, size_t requested) {
-  uint32_t canary = (uint32_t)page->keys[1];
-  uint32_t size32 = (uint32_t)requested;
-  memcpy((uint8_t *)p + requested, &canary, sizeof canary);
-  memcpy((uint8_t *)p + page->block_size - sizeof size32, &size32, sizeof size32);
+  memcpy(tes_secure_size_word_in(page, p, small), &size32, sizeof size32);
 }
 
 /* Every check of a free into a small/medium page that is ours (slice table
@@ -916,9 +913,14 @@ TES_INLINE bool tes_secure_canary_ok(const tes_page_t *page, const void *p, uint
   return canary == (uint32_t)page->keys[1];
 }
 
-TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
-  uint32_t requested;
-  if (!tes_secure_recorded_size(page, p, &requested)) return false; /* not a block, freed already, or overwritten */
+/* tes_secure_free_quick for a page known to be small or not (a constant). */
+TES_INLINE bool tes_secure_free_quick_in(const tes_page_t *page, void *p, bool small) {
+  size_t index;
+  if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= page->capacity) return false;
+  uint32_t *size_word = tes_secure_size_word_in(page, p, small), requested;
+  memcpy(&requested, size_word, sizeof requested);
+  /* not freed already, not overwritten: a size */
+  if ((size_t)requested + TES_PADDING > page->block_size) return false;
   if (!tes_secure_canary_ok(page, p, requested)) return false;
   /* A plain write of the tag, after a plain read of the size: the owner's
    * free and another thread's free of the block at the same moment can
@@ -926,8 +928,16 @@ TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
    * instructions) made the hardened malloc+free pair 1.6-1.8x as slow
    * (RELIABILITY.md, fourteenth session). */
   uint32_t tag = TES_FREED_TAG32;
-  memcpy(tes_secure_size_word(page, p), &tag, sizeof tag);
+  memcpy(size_word, &tag, sizeof tag);
   return true;
+}
+
+/* Two copies, so that a small block's size word stays an address operand
+ * (p + block size - 4) for both its read and the tag's write: one shared
+ * path kept the address in a register of its own, an instruction more. */
+TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
+  if (tes_unlikely(page->block_size > TES_SMALL_BLOCK_MAX)) return tes_secure_free_quick_in(page, p, false);
+  return tes_secure_free_quick_in(page, p, true);
 }
 
 /* tes_secure_free_quick for a free from any thread (tes_secure_check_free:

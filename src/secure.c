@@ -97,7 +97,7 @@ static bool page_is_large(const tes_page_t *page) { return page->class_index == 
 
 void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
   if (!page_is_large(page)) {
-    tes_secure_arm(page, p, requested);
+    tes_secure_arm(page, p, requested, false);
     return;
   }
   memcpy((uint8_t *)p + requested, &page->keys[1], sizeof(uintptr_t));
