@@ -891,7 +891,7 @@ TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested
  * (its size word is not TES_FREED_TAG32) and its canary is intact; the
  * size word then gets the tag. Nothing at p is read before p is known to
  * be a block start. About 20 instructions, on the page's first cache line
- * and the block's last word; anything else goes to tes_secure_free_verdict,
+ * and the block's size word; anything else goes to tes_secure_free_verdict,
  * which finds out what is wrong and reports it. */
 /* p is a carved block's start and its size word records a requested size
  * (not the freed tag, not overwritten): *requested. Small/medium pages. */
