@@ -55,7 +55,7 @@ void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size) {
       if (page->free_is_zero) block->next = NULL;
       else memset(block, 0, total);
 #if TES_SECURE
-      tes_secure_arm(page, block, total); /* after the zeroing: the canary follows the zeroed bytes */
+      tes_secure_arm(page, block, total, true); /* after the zeroing: the canary follows the zeroed bytes */
 #endif
       return block;
     }
@@ -127,7 +127,7 @@ TES_INLINE void *realloc_small(tes_heap_t *heap, tes_counters_t *counters, tes_p
   size_t room = page->block_size - TES_PADDING; /* the hardened build's canary and size word: 0 here else */
   if (tes_likely(size <= room && size + TES_PADDING >= page->block_size / 2)) {
 #if TES_SECURE
-    tes_secure_arm(page, p, size);
+    tes_secure_arm(page, p, size, false);
 #endif
     counters->realloc_in_place++;
     return p;

@@ -56,21 +56,26 @@ TES_INLINE tes_block_t *tes_page_take(tes_page_t *page) {
 }
 
 /* A block handed out for `requested` bytes: in the hardened build, its
- * canary and recorded size (after any zeroing, which would wipe them). */
-TES_INLINE void tes_block_arm(const tes_page_t *page, void *block, size_t requested) {
+ * canary and recorded size (after any zeroing, which would wipe them).
+ * small: the page is a small one (the direct table's), known at compile
+ * time: the size word's place takes no compare. */
+TES_INLINE void tes_block_arm_in(const tes_page_t *page, void *block, size_t requested, bool small) {
 #if TES_SECURE
-  tes_secure_arm(page, block, requested);
+  tes_secure_arm(page, block, requested, small);
 #else
-  (void)page, (void)block, (void)requested;
+  (void)page, (void)block, (void)requested, (void)small;
 #endif
+}
+TES_INLINE void tes_block_arm(const tes_page_t *page, void *block, size_t requested) {
+  tes_block_arm_in(page, block, requested, false);
 }
 
 /* The page's first free block for a request of `size` bytes, armed, or
- * NULL when it has none. */
-TES_INLINE tes_block_t *tes_page_pop(tes_page_t *page, size_t size) {
+ * NULL when it has none. small: as tes_block_arm_in. */
+TES_INLINE tes_block_t *tes_page_pop(tes_page_t *page, size_t size, bool small) {
   if (tes_unlikely(page->free == NULL)) return NULL;
   tes_block_t *block = tes_page_take(page);
-  tes_block_arm(page, block, size);
+  tes_block_arm_in(page, block, size, small);
   return block;
 }
 
@@ -80,7 +85,7 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
     tes_bin_t *bin = heap->direct_bin[(size + 15) >> 4];
     TES_BIN_POP_OR_RETURN(heap, bin, size);
 #endif
-    tes_block_t *block = tes_page_pop(heap->direct[(size + TES_PADDING + 15) >> 4], size);
+    tes_block_t *block = tes_page_pop(heap->direct[(size + TES_PADDING + 15) >> 4], size, true);
     if (tes_likely(block != NULL)) return block;
   } else if (tes_likely(size <= TES_MEDIUM_BLOCK_MAX - TES_PADDING)) {
     /* 1 KiB < size <= 128 KiB: the class from clz, then the same pop from
@@ -93,7 +98,7 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
 #endif
     tes_page_t *page = heap->queues[c].first;
     if (tes_likely(page != NULL)) {
-      tes_block_t *block = tes_page_pop(page, size);
+      tes_block_t *block = tes_page_pop(page, size, false);
       if (tes_likely(block != NULL)) return block;
     }
   }

@@ -800,13 +800,23 @@ extern tes_lock_t tes_stats_lock;
 
 /* ---- secure.c ---------------------------------------------------------------- */
 #if TES_SECURE
-/* The hardened block layout of small and medium blocks:
+/* The hardened block layout of small blocks (classes up to
+ * TES_SMALL_BLOCK_MAX, in small pages):
  *   [requested bytes][canary: 4 bytes][slack][requested size: 4 bytes]
+ * and of medium blocks (larger classes, in medium segments):
+ *   [requested bytes][canary: 4 bytes][slack]
+ * with the requested size in a slot of the segment header
+ * (tes_secure_size_word), not in the block.
  * The canary starts right after the last requested byte (unaligned), so an
  * overflow of even one byte changes it; the requested size (below 2^32:
- * medium blocks end at TES_MEDIUM_BLOCK_MAX) sits in the block's last
- * 32-bit word, where free finds it from the page's block size alone. Eight bytes,
- * as mimalloc's padding (a 32-bit canary and a 32-bit size): a request
+ * medium blocks end at TES_MEDIUM_BLOCK_MAX) sits in a 32-bit word that
+ * free finds from the pointer and the page's block size alone: a small
+ * block's last word, or a medium block's slot. A medium block (8-128 KiB)
+ * that the program never writes to its end then costs no page fault for
+ * its last OS page: the size word there faulted one in for every such
+ * block (fit-large: peak RSS 2.3x the default build's; RELIABILITY.md,
+ * seventeenth session). Eight bytes of padding, as mimalloc's (a 32-bit
+ * canary and a 32-bit size): a request
  * moves to the next size class only when fewer than 8 bytes of its class
  * are left over, not always (16 bytes of padding pushed every request of a
  * 16-byte-spaced class up one class). Large blocks, whose slack can exceed
@@ -843,14 +853,50 @@ TES_INLINE bool tes_secure_block_index(const tes_page_t *page, const void *p, si
 #define TES_FREED_TAG32 UINT32_MAX
 #define TES_FREED_TAG SIZE_MAX
 
+/* Medium blocks' size words: one 32-bit slot per 8 KiB of the segment
+ * (a medium block is larger than that, so no two block starts share a
+ * slot), in the medium segment's header after its 8 page descriptors,
+ * within its first OS page (which the descriptors touch anyway). Slots of
+ * a segment that was something else before hold leftovers, as a fresh
+ * block's last word did: malloc writes a block's slot before handing it
+ * out, and a free of a block never handed out fails the canary (or finds
+ * the tag) and goes to the verdict. */
+#define TES_SIZE_SLOT_SHIFT 13
+#define TES_SIZE_SLOTS (TES_SEGMENT_SIZE >> TES_SIZE_SLOT_SHIFT)
+#define TES_SIZE_SLOTS_OFFSET \
+  ((offsetof(tes_segment_t, pages) + TES_MEDIUM_PAGES * sizeof(tes_page_t) + 63) & ~(size_t)63)
+static_assert(((size_t)1 << TES_SIZE_SLOT_SHIFT) == TES_SMALL_BLOCK_MAX, "every medium block spans a slot's bytes");
+static_assert(TES_SIZE_SLOTS_OFFSET + TES_SIZE_SLOTS * sizeof(uint32_t) <= 4096,
+              "the size slots share the medium segment header's first OS page");
+static_assert(TES_SIZE_SLOTS_OFFSET + TES_SIZE_SLOTS * sizeof(uint32_t) <=
+                  offsetof(tes_segment_t, pages) + TES_SMALL_PAGES * sizeof(tes_page_t),
+              "before the header guard (placed after a small segment's header)");
+
+/* The 32-bit word that records a small or medium block's requested size
+ * (or the freed tag): the block's last word, or a medium block's slot.
+ * small: the caller knows the page is a small one (a constant: no
+ * compare). */
+TES_INLINE uint32_t *tes_secure_size_word_in(const tes_page_t *page, const void *p, bool small) {
+  uintptr_t at = (uintptr_t)p;
+  if (!small && page->block_size > TES_SMALL_BLOCK_MAX)
+    return (uint32_t *)((at & ~(uintptr_t)(TES_SEGMENT_SIZE - 1)) + TES_SIZE_SLOTS_OFFSET) +
+           ((at >> TES_SIZE_SLOT_SHIFT) & (TES_SIZE_SLOTS - 1));
+  return (uint32_t *)(at + page->block_size - sizeof(uint32_t));
+}
+TES_INLINE uint32_t *tes_secure_size_word(const tes_page_t *page, const void *p) {
+  return tes_secure_size_word_in(page, p, false);
+}
+static_assert(TES_DIRECT_MAX <= TES_SMALL_BLOCK_MAX, "the direct table's pages are small pages");
+
 /* A small/medium block was just handed out for `requested` bytes
  * (requested <= block_size - TES_PADDING): write the canary and the size
- * (4 instructions). */
-TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested) {
+ * (4 instructions, and the compare that finds a medium block's slot unless
+ * small says it is a small page's block, as the direct table's are). */
+TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested, bool small) {
   uint32_t canary = (uint32_t)page->keys[1];
   uint32_t size32 = (uint32_t)requested;
   memcpy((uint8_t *)p + requested, &canary, sizeof canary);
-  memcpy((uint8_t *)p + page->block_size - sizeof size32, &size32, sizeof size32);
+  memcpy(tes_secure_size_word_in(page, p, small), &size32, sizeof size32);
 }
 
 /* Every check of a free into a small/medium page that is ours (slice table
@@ -859,7 +905,7 @@ TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested
  * (its size word is not TES_FREED_TAG32) and its canary is intact; the
  * size word then gets the tag. Nothing at p is read before p is known to
  * be a block start. About 20 instructions, on the page's first cache line
- * and the block's last word; anything else goes to tes_secure_free_verdict,
+ * and the block's size word; anything else goes to tes_secure_free_verdict,
  * which finds out what is wrong and reports it. */
 /* p is a carved block's start and its size word records a requested size
  * (not the freed tag, not overwritten): *requested. Small/medium pages. */
@@ -868,7 +914,7 @@ TES_INLINE bool tes_secure_recorded_size(const tes_page_t *page, const void *p, 
   /* The index of an offset below 2^32 is below 2^32: compared in 32 bits,
    * capacity is a memory operand (no load into a register of its own). */
   if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= page->capacity) return false;
-  memcpy(requested, (const uint8_t *)p + page->block_size - sizeof *requested, sizeof *requested);
+  memcpy(requested, tes_secure_size_word(page, p), sizeof *requested);
   /* A sum (no overflow: a 32-bit size in 64 bits) rather than block_size -
    * TES_PADDING: malloc_usable_size's path is one instruction shorter. */
   return (size_t)*requested + TES_PADDING <= page->block_size;
@@ -881,19 +927,31 @@ TES_INLINE bool tes_secure_canary_ok(const tes_page_t *page, const void *p, uint
   return canary == (uint32_t)page->keys[1];
 }
 
-TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
-  uint32_t requested;
-  if (!tes_secure_recorded_size(page, p, &requested)) return false; /* not a block, freed already, or overwritten */
+/* tes_secure_free_quick for a page known to be small or not (a constant). */
+TES_INLINE bool tes_secure_free_quick_in(const tes_page_t *page, void *p, bool small) {
+  size_t index;
+  if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= page->capacity) return false;
+  uint32_t *size_word = tes_secure_size_word_in(page, p, small), requested;
+  memcpy(&requested, size_word, sizeof requested);
+  /* not freed already, not overwritten: a size */
+  if ((size_t)requested + TES_PADDING > page->block_size) return false;
   if (!tes_secure_canary_ok(page, p, requested)) return false;
   /* A plain write of the tag, after a plain read of the size: the owner's
    * free and another thread's free of the block at the same moment can
    * both pass. An atomic exchange here (a locked instruction, no more
    * instructions) made the hardened malloc+free pair 1.6-1.8x as slow
    * (RELIABILITY.md, fourteenth session). */
-  uint8_t *size_word = (uint8_t *)p + page->block_size - sizeof(uint32_t);
   uint32_t tag = TES_FREED_TAG32;
   memcpy(size_word, &tag, sizeof tag);
   return true;
+}
+
+/* Two copies, so that a small block's size word stays an address operand
+ * (p + block size - 4) for both its read and the tag's write: one shared
+ * path kept the address in a register of its own, an instruction more. */
+TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
+  if (tes_unlikely(page->block_size > TES_SMALL_BLOCK_MAX)) return tes_secure_free_quick_in(page, p, false);
+  return tes_secure_free_quick_in(page, p, true);
 }
 
 /* tes_secure_free_quick for a free from any thread (tes_secure_check_free:
@@ -907,7 +965,7 @@ TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
 TES_INLINE bool tes_secure_free_quick_any_thread(const tes_page_t *page, void *p) {
   size_t index;
   if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= tes_page_capacity_any_thread(page)) return false;
-  uint32_t *size_word = (uint32_t *)((uint8_t *)p + page->block_size - sizeof(uint32_t));
+  uint32_t *size_word = tes_secure_size_word(page, p);
   uint32_t requested = __atomic_exchange_n(size_word, TES_FREED_TAG32, __ATOMIC_RELAXED);
   if (tes_likely((size_t)requested + TES_PADDING <= page->block_size && tes_secure_canary_ok(page, p, requested)))
     return true;

@@ -26,9 +26,11 @@
  *    the pointer: tes_report_unowned); the canary right
  *    after the requested size must be intact ("heap buffer overflow
  *    detected at free"; the block is still freed).
- * Block layout (internal.h): small and medium blocks
- * [requested][canary 4 B][slack][requested size, 4 B]
- * (TES_PADDING = 8, tes_secure_arm); large blocks [requested][canary 8 B]
+ * Block layout (internal.h): small blocks
+ * [requested][canary 4 B][slack][requested size, 4 B], medium blocks
+ * [requested][canary 4 B][slack] with the 4-byte size in a slot of their
+ * segment's header (tes_secure_size_word; TES_PADDING = 8 for both,
+ * tes_secure_arm); large blocks [requested][canary 8 B]
  * [slack][requested size 8 B] (TES_LARGE_PADDING = 16). The canary is the
  * page's keys[1] (random, every byte's top bit set). malloc_usable_size
  * returns the requested size in this mode. Called from alloc_inline.h, free.c, alloc.c,
@@ -64,7 +66,7 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
   /* The size word as judged below: the tag replaces it only if it is still
    * that (another thread freeing the block at the same moment tagged it
    * meanwhile: a double free). */
-  uint32_t *size_word = (uint32_t *)((uint8_t *)p + page->block_size - sizeof(uint32_t));
+  uint32_t *size_word = tes_secure_size_word(page, p);
   uint32_t seen = __atomic_load_n(size_word, __ATOMIC_RELAXED);
   size_t requested;
   size_word_t state = recorded_size(page, p, &requested);
@@ -95,7 +97,7 @@ static bool page_is_large(const tes_page_t *page) { return page->class_index == 
 
 void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
   if (!page_is_large(page)) {
-    tes_secure_arm(page, p, requested);
+    tes_secure_arm(page, p, requested, false);
     return;
   }
   memcpy((uint8_t *)p + requested, &page->keys[1], sizeof(uintptr_t));
@@ -109,7 +111,7 @@ void tes_secure_rearm(void *p, size_t requested) {
   tes_secure_set_padding(seg->kind == TES_SEG_LARGE ? &seg->pages[0] : tes_page_of(seg, p), p, requested);
 }
 
-/* The requested size the block's last word records (0 unless
+/* The requested size the block's size word records (0 unless
  * SIZE_RECORDED), in the page's layout. */
 static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *requested) {
   const uint8_t *end = (const uint8_t *)p + page->block_size;
@@ -120,7 +122,7 @@ static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *
     tag = TES_FREED_TAG;
   } else {
     uint32_t word32;
-    memcpy(&word32, end - sizeof word32, sizeof word32);
+    memcpy(&word32, tes_secure_size_word(page, p), sizeof word32);
     word = word32;
     limit = page->block_size - TES_PADDING;
     tag = TES_FREED_TAG32;
