@@ -274,8 +274,8 @@ void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *pa
 _Noreturn void tes_lock_reentered(const tes_lock_t *lock) {
   if (tes_tls_heap->visit_depth > 0) /* the walk of every heap, or another thread's, holds the segments lock */
     tes_message("error: allocator re-entered in thread %ld from a tes_heap_visit visitor while the walk holds its "
-                "lock %p (a visitor of every heap, or of another thread's, may call tes_collect, nothing else of the "
-                "allocator)",
+                "lock %p (a visitor of every heap, or of another thread's, may call tes_collect, tes_heap_delete and "
+                "tes_heap_destroy, nothing else of the allocator)",
                 tes_os_thread_id(), (const void *)lock);
   else
     tes_message("error: allocator re-entered in thread %ld while that thread holds its lock %p (malloc or free in a "

@@ -48,7 +48,10 @@ TES_API void *tes_heap_realloc(tes_heap_t *heap, void *p, size_t size) {
  * then marked, then uncounted: the owner never sees neither. */
 static bool leave_to_owner(tes_heap_t *heap, bool destroy) {
   tes_heap_t *owner = heap->thread_default;
-  if (tes_tls_heap == owner) return false;
+  /* From a tes_heap_visit visitor of the owner's thread, marked too: the
+   * walk may be of this heap (its segments freed or moved under it), or of
+   * every heap (under a lock the work takes). Done at the walk's end. */
+  if (tes_tls_heap == owner && owner->visit_depth == 0) return false;
   atomic_fetch_add_explicit(&owner->first_class_deleted, 1, memory_order_acq_rel);
   atomic_store_explicit(&heap->destroy_requested, destroy, memory_order_relaxed); /* published by the next store */
   atomic_store_explicit(&heap->delete_requested, true, memory_order_release);
@@ -202,7 +205,9 @@ typedef struct large_item_s {
   const tes_heap_t *heap;
 } large_item_t;
 
-/* tes_collect from a visitor waits for the walk's end: the walk of every
+/* tes_collect from a visitor waits for the walk's end (so do a
+ * tes_heap_delete or tes_heap_destroy of the thread's heaps: leave_to_owner,
+ * tes_heap_process_deletes): the walk of every
  * heap (or another thread's) holds the segments lock, which the collect takes (it aborted as a
  * lock re-entered), and the walk of one heap reads pages the collect
  * retires. Noted in the thread's heap (thread-local state stays one
@@ -224,7 +229,10 @@ TES_API void tes_heap_visit(const tes_heap_t *heap, tes_block_visitor_t *visit, 
   /* Only the heap's own thread may walk its segment list unlocked. */
   bool own = heap != NULL && self != NULL && heap->thread_id == self->thread_id;
   visit_walk(heap, own, visit, arg);
-  if (self != NULL && --self->visit_depth == 0 && self->visit_collect >= 0) tes_collect(self->visit_collect > 0);
+  if (self != NULL && --self->visit_depth == 0) {
+    tes_heap_process_deletes(self); /* the deletes and destroys asked for during the walk */
+    if (self->visit_collect >= 0) tes_collect(self->visit_collect > 0);
+  }
 }
 
 static void visit_walk(const tes_heap_t *heap, bool own, tes_block_visitor_t *visit, void *arg) {
