@@ -99,14 +99,17 @@ typedef struct page_snap_s {
  * cannot be ordered without a cost on every malloc and free, so the walk
  * takes a snapshot instead, in the functions marked TES_RACY_SNAPSHOT
  * below, and only there:
- *  - every word is read once, by a relaxed atomic load, into the snapshot
- *    (no re-read, no torn value), and every decision uses the snapshot;
+ *  - every field of the page is read once, by a relaxed atomic load, into
+ *    the snapshot (no re-read, no torn value), and every decision uses the
+ *    snapshot (the hardened build's link keys are read where a link is
+ *    decoded: a key changed meanwhile only ends that list's marking early);
  *  - in_use is read with acquire: tes_page_init stores it with release
  *    after the page's geometry, so a page in use has its block size, area
  *    and reserve (never a block size of 0 from a page set up meanwhile);
- *  - a link is followed only while it points at a block of the snapshot
- *    (mark_list) or passes tes_maybe_small_block (mark_mixed_list), at
- *    most a bounded number of them.
+ *  - a block is read only once it is known to be a block of the snapshot
+ *    (mark_list) or to pass tes_maybe_small_block (mark_mixed_list), at
+ *    most a bounded number of them, in segments that cannot be freed
+ *    under the walk (the segments lock, or the walker's own heap).
  * The result is a snapshot: a block handed out or freed during the walk may
  * be reported either way. ThreadSanitizer is told not to instrument these
  * reads (they race by design, as above); everything else of the walk, the
