@@ -172,10 +172,13 @@ typedef struct tes_block_info_s {
 
 /* Called once per live block; return false to stop the walk. The visitor
  * must not allocate or free from the heap being visited. A tes_collect (or
- * malloc_trim) it calls runs when the outermost walk returns. The walk of
- * every heap (NULL), or of a heap of another thread, holds a lock: its
- * visitor may call nothing else of the allocator (tes_stats_get,
- * tes_heap_report, another such walk abort with one line on stderr). */
+ * malloc_trim) it calls runs when the outermost walk returns, and so does a
+ * tes_heap_delete or tes_heap_destroy of the thread's heaps (the one
+ * visited too). The walk of every heap (NULL), or of a heap of another
+ * thread, holds a lock: its visitor may call nothing else of the allocator
+ * (tes_stats_get, tes_heap_report, another such walk abort with one line on
+ * stderr); such a walk sees the pages of a running thread as a snapshot (a
+ * block allocated or freed meanwhile may be reported either way). */
 typedef bool tes_block_visitor_t(const tes_block_info_t *block, void *arg);
 /* Walk every live block of heap (NULL: of every heap in the process). */
 void tes_heap_visit(const tes_heap_t *heap, tes_block_visitor_t *visit, void *arg);

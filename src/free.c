@@ -274,8 +274,8 @@ void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *pa
 _Noreturn void tes_lock_reentered(const tes_lock_t *lock) {
   if (tes_tls_heap->visit_depth > 0) /* the walk of every heap, or another thread's, holds the segments lock */
     tes_message("error: allocator re-entered in thread %ld from a tes_heap_visit visitor while the walk holds its "
-                "lock %p (a visitor of every heap, or of another thread's, may call tes_collect, nothing else of the "
-                "allocator)",
+                "lock %p (a visitor of every heap, or of another thread's, may call tes_collect, tes_heap_delete and "
+                "tes_heap_destroy, nothing else of the allocator)",
                 tes_os_thread_id(), (const void *)lock);
   else
     tes_message("error: allocator re-entered in thread %ld while that thread holds its lock %p (malloc or free in a "
@@ -284,18 +284,45 @@ _Noreturn void tes_lock_reentered(const tes_lock_t *lock) {
   tes_os_abort();
 }
 
-/* No live block starts at p and no page in use holds it. If p is a large
- * block freed recently (large.c's ring), this is its second free: its
- * segment left the segment map at the first one (cached or unmapped), so
- * nothing else can tell. Otherwise p was never ours: an invalid free. Error
- * path only (the ring lookup takes large_lock). */
+/* No live block starts at p and no page in use holds it. A second free
+ * of a block whose first free emptied its page or its segment lands here,
+ * as does a pointer that was never ours; told apart on this error path
+ * only:
+ *  - a large block freed recently (large.c's ring): its segment left the
+ *    segment map at the first free;
+ *  - a block start of a retired page of a live segment (its descriptor
+ *    keeps the class the page had): the first free emptied the page;
+ *  - an address in one of the last small/medium segments released
+ *    (segment.c's ring), whose blocks were all free then;
+ * each a double free. Otherwise p was never ours: an invalid free. (An
+ * address that someone else has mapped since a segment of ours was
+ * unmapped there is named a double free too: refused all the same.) */
 void tes_report_unowned(const void *p) {
   size_t size;
-  if (!tes_large_freed_before(p, &size)) {
+  if (tes_large_freed_before(p, &size)) {
+    tes_message("error: double free of %p (large block, %zu bytes, already freed) in thread %ld", p, size,
+                tes_os_thread_id());
+  } else if (((uintptr_t)p & 15) != 0) {
     tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
     return;
+  } else {
+    tes_segment_t *seg = tes_segment_find(p);
+    if (seg != NULL && seg->kind != TES_SEG_LARGE) {
+      const tes_page_t *page = tes_page_of(seg, p);
+      size_t offset = (size_t)((const uint8_t *)p - page->area);
+      if (page->in_use || page->block_size == 0 || (const uint8_t *)p < page->area || offset % page->block_size != 0) {
+        tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
+        return;
+      }
+      tes_report_error(TES_ERR_DOUBLE_FREE, p, page); /* its page was retired since */
+      return;
+    }
+    if (seg != NULL || !tes_segment_released_before(p)) {
+      tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
+      return;
+    }
+    tes_message("error: double free of %p (its segment was released after the block was freed) in thread %ld", p,
+                tes_os_thread_id());
   }
-  tes_message("error: double free of %p (large block, %zu bytes, already freed) in thread %ld", p, size,
-              tes_os_thread_id());
   if (tes_opt(TES_OPTION_ABORT_ON_ERROR)) tes_os_abort();
 }

@@ -678,6 +678,9 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page);  /* retired page
 void tes_segment_purge_pages(tes_page_t *first, unsigned count); /* neighbours in one segment */
 void tes_segment_purge_kept(tes_page_t *page); /* a kept page still in use, its lists emptied (heap.c); purge_lock held */
 tes_segment_t *tes_segment_find(const void *p); /* owner of any address, or NULL */
+/* Error path only: does p lie in one of the last 64 small/medium segments
+ * released (whose blocks were all free then)? Takes the segments lock. */
+bool tes_segment_released_before(const void *p);
 void tes_segmap_set(tes_segment_t *seg, bool present);
 void tes_segmap_shrink(tes_segment_t *seg, size_t new_size); /* before seg->size becomes new_size */
 tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment);

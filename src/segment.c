@@ -44,6 +44,20 @@ static _Atomic int64_t cache_purge_due = INT64_MAX;
 static tes_lock_t segments_lock_ = TES_LOCK_INIT;
 tes_segment_t *tes_segments_all;
 
+/* The last small/medium segments released (tes_segment_free), oldest
+ * overwritten first, under segments_lock_ (which the release already
+ * takes). Once a segment leaves the segment map, a second free of one of
+ * its blocks finds no owner; read on that error path only
+ * (tes_segment_released_before), so it is named a double free rather than
+ * an invalid free, as large.c's ring does for large blocks. 64 entries,
+ * 1 KiB of BSS. */
+#define RELEASED_RING 64
+static_assert((RELEASED_RING & (RELEASED_RING - 1)) == 0, "the index wraps by masking");
+static struct released_s {
+  uintptr_t first, end; /* its pages past the header's (no block starts before) */
+} released_ring[RELEASED_RING];
+static unsigned released_next;
+
 static tes_lock_t abandoned_lock_ = TES_LOCK_INIT;
 tes_segment_t *tes_abandoned_list;   /* newest first */
 static tes_segment_t *abandoned_tail; /* the oldest: tes_abandoned_pop's end */
@@ -451,9 +465,22 @@ void tes_segment_free(tes_segment_t *seg) {
     if (seg->all_next) seg->all_next->all_prev = seg->all_prev;
     seg->all_next = seg->all_prev = NULL;
     seg->in_all_list = false;
+    /* Every small/medium segment is on the list (large ones never are). */
+    released_ring[released_next++ & (RELEASED_RING - 1)] =
+        (struct released_s){(uintptr_t)seg + ((size_t)1 << seg->page_shift), (uintptr_t)seg + seg->size};
     tes_unlock(&segments_lock_);
   }
   tes_cache_put(seg);
+}
+
+bool tes_segment_released_before(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  bool found = false;
+  tes_lock(&segments_lock_);
+  for (unsigned i = 0; i < RELEASED_RING && !found; i++)
+    found = a >= released_ring[i].first && a < released_ring[i].end;
+  tes_unlock(&segments_lock_);
+  return found;
 }
 
 void tes_segments_lock(void) { tes_lock(&segments_lock_); }

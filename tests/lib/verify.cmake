@@ -74,12 +74,13 @@ if(TARGET tessera_secure)
   # api_fc_collect.secure: tes_collect reaches the thread's first-class heaps.
   # api_visit_collect.secure: tes_collect from a tes_heap_visit visitor;
   # api_visit_foreign.secure: walks of another thread's heap as it unmaps
-  # segments.
+  # segments; api_visit_delete.secure: a heap deleted or destroyed under its
+  # thread's walk of it.
   # api_idle_class_rss.secure: emptied class heads retire in the hardened
   # build too (3.31 MiB above the start before, 0.02 after).
   foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
           api_heap_destroy_mt api_large_xfree api_remote_sweep api_kept_destroy_race api_fc_collect
-          api_idle_class_rss api_fc_sweep_stress api_visit_collect api_visit_foreign)
+          api_idle_class_rss api_fc_sweep_stress api_visit_collect api_visit_foreign api_visit_delete)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
@@ -92,8 +93,8 @@ endif()
 # In the default build too: the kept-pages destroy race's statistics (no
 # kept pages there: the same counts must hold), tes_collect from a
 # thread reaching its first-class heaps, and from a tes_heap_visit visitor,
-# and walks of another thread's heap.
-foreach(name api_kept_destroy_race api_fc_collect api_visit_collect api_visit_foreign)
+# walks of another thread's heap, and heaps deleted under their walk.
+foreach(name api_kept_destroy_race api_fc_collect api_visit_collect api_visit_foreign api_visit_delete)
   add_executable(verify_${name}_default ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
   target_include_directories(verify_${name}_default PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
   target_compile_options(verify_${name}_default PRIVATE -fno-builtin)

@@ -453,7 +453,69 @@ static int signal_reentry(void) {
   return 0;
 }
 
+/* A small or medium block freed twice, its first free having emptied its
+ * page or its segment (double_free_released_*). The block is the only one
+ * of a thread's heap, allocated and freed once, then:
+ *   RETIRED  malloc_trim(0) in that thread, which keeps another block of
+ *            the segment: the page alone is retired;
+ *   TRIMMED  malloc_trim(0) in that thread: the segment is released and
+ *            unmapped (the trim drops the segment cache);
+ *   EXITED   the thread exits: its empty segment goes to the segment cache
+ *            (unmapped with TESSERA_SEGMENT_CACHE=0).
+ * The second free (p + offset: not a block start when offset is not 0)
+ * comes from the thread after the trim, from the main thread after the
+ * exit. It found no page in use, or no segment, and was reported as
+ * "invalid free ... (not a block allocated by tessera)". Goes on with
+ * keep_working (TESSERA_ABORT_ON_ERROR=0). */
+enum { RETIRED, TRIMMED, EXITED };
+typedef struct released_case_s {
+  size_t size;
+  int how, offset, result;
+  char *p;
+} released_case_t;
+
+static void second_free(released_case_t *c) {
+  printf("first block %p (%zu bytes): its memory is %s\n", (void *)c->p, c->size,
+         page_mapped(c->p) ? "still mapped" : "unmapped");
+  free(launder(c->p + c->offset));
+  c->result = keep_working();
+}
+
+static void *double_free_released_thread(void *arg) {
+  released_case_t *c = arg;
+  char *keep = c->how == RETIRED ? malloc(20) : NULL;
+  c->p = malloc(c->size);
+  if (c->p == NULL || (c->how == RETIRED && keep == NULL)) {
+    c->result = 5;
+    return NULL;
+  }
+  memset(c->p, 'a', c->size);
+  free(launder(c->p));
+  if (c->how == EXITED) return NULL;
+  malloc_trim(0);
+  second_free(c);
+  free(keep);
+  return NULL;
+}
+
+static int double_free_released(size_t size, int how, int offset) {
+  released_case_t c = {size, how, offset, 0, NULL};
+  pthread_t t;
+  if (pthread_create(&t, NULL, double_free_released_thread, &c) != 0) return 5;
+  pthread_join(t, NULL);
+  if (how == EXITED && c.result == 0) second_free(&c);
+  return c.result;
+}
+
 static int scenario(const char *name) {
+  if (strcmp(name, "double_free_released_page") == 0) return double_free_released(100, RETIRED, 0);
+  if (strcmp(name, "double_free_released_page_medium") == 0) return double_free_released(5000, RETIRED, 0);
+  if (strcmp(name, "double_free_released_trimmed") == 0) return double_free_released(100, TRIMMED, 0);
+  if (strcmp(name, "double_free_released_trimmed_medium") == 0) return double_free_released(70000, TRIMMED, 0);
+  if (strcmp(name, "double_free_released_exited") == 0) return double_free_released(100, EXITED, 0);
+  if (strcmp(name, "double_free_released_exited_medium") == 0) return double_free_released(70000, EXITED, 0);
+  if (strcmp(name, "free_released_page_interior") == 0) return double_free_released(100, RETIRED, 48);
+  if (strcmp(name, "free_released_segment_misaligned") == 0) return double_free_released(100, TRIMMED, 8);
   if (strcmp(name, "double_free_large_300k") == 0) return double_free_large(300000, 0);
   if (strcmp(name, "double_free_large_3m") == 0) return double_free_large(3000000, 0);
   if (strcmp(name, "double_free_large_50m") == 0) return double_free_large(50000000, 0);
