@@ -81,6 +81,13 @@ void tes_process_init(void) {
     atomic_store(&random_counter, tes_os_random_seed());
     tes_process_key = (uintptr_t)tes_random_next();
     tes_options_init();
+    /* The static heaps' table is zero, so slot 0's tag 0 matches slice 0:
+     * the kernel addresses 0xffffffff80010000-0x8001ffff, which a bad
+     * free could still pass. The empty-slot tag there (as tes_heap_setup
+     * sets for a real heap) sends them to the slow path, which reports
+     * them; one page of .bss becomes resident. A free before this point
+     * is the loader's or a constructor's, never such a pointer. */
+    __atomic_store_n(&tes_slices_none.tag[0], UINTPTR_MAX, __ATOMIC_RELAXED);
     if (tes_opt(TES_OPTION_VERBOSE))
       tes_message("libtessera %d.%d%s: page size %zu, purge delay %ld ms (%s), segment cache %ld, huge pages %ld",
                   TESSERA_VERSION_MAJOR, TESSERA_VERSION_MINOR, TES_SECURE ? " (hardened)" : "", tes_os_page_size(),

@@ -328,8 +328,9 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
 #define TES_SLICE_SLOTS 8192 /* 512 MiB of slices (1024, 64 MiB, until the seventeenth session) */
 /* A slice's number is its address plus the bias, over 64 KiB: then no user
  * address has the number 0 (only 0xffffffff80010000 and the 64 KiB above,
- * kernel addresses), so an all-zero table misses every pointer, NULL
- * included: tes_slices_none, the static heaps' table, is zero (.bss). The
+ * kernel addresses), so an all-zero table misses every user pointer, NULL
+ * included: tes_slices_none, the static heaps' table, is zero (.bss) but
+ * for slot 0's tag, which tes_process_init sets as a real heap's. The
  * bias is a multiple of the slice, and `lea` adds it for free. */
 #define TES_SLICE_BIAS ((uintptr_t)0x7fff0000)
 /* A thread's slice table (tes_heap_t.slices): the tags (slice numbers;
@@ -341,7 +342,7 @@ typedef struct tes_slices_s {
   uintptr_t tag[TES_SLICE_SLOTS];
   struct tes_page_s *page[TES_SLICE_SLOTS]; /* read only after its tag matched: never zeroed as a whole */
 } tes_slices_t;
-extern tes_slices_t tes_slices_none; /* init.c: zero, every lookup misses */
+extern tes_slices_t tes_slices_none; /* init.c: every lookup misses once the process is set up */
 /* A spin lock that knows its holder (the address of the holding thread's
  * tes_tls_heap slot, as tes_fork_holder names a thread; NULL when free), so
  * that a thread asking for a lock it holds already, which would wait for

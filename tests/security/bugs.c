@@ -151,6 +151,13 @@ static void *allocate_then_exit(void *arg) {
   return NULL; /* thread exit: the page is collected and retired */
 }
 
+/* free_kernel_range: the thread's first and only allocator call. */
+static void *free_kernel_range_thread(void *arg) {
+  (void)arg;
+  free(launder((void *)(uintptr_t)0xffffffff80010040ull));
+  return NULL;
+}
+
 static void *foreign_mapping(size_t len) {
   void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) {
@@ -941,6 +948,14 @@ static int scenario(const char *name) {
     char *p = malloc(16);
     uintptr_t seg = (uintptr_t)p & ~(((uintptr_t)4 << 20) - 1);
     free(launder((char *)(seg + 40 * 65536 + 64)));
+  } else if (strcmp(name, "free_kernel_range") == 0) {
+    /* The 64 KiB of addresses whose slice number is 0 (the slice bias,
+     * src/internal.h), freed by a thread that never allocated: its heap is
+     * a static one, whose slice table is all zero. Before, the tag 0 there
+     * matched and the fast path read the NULL page (SIGSEGV). */
+    pthread_t t;
+    pthread_create(&t, NULL, free_kernel_range_thread, NULL);
+    pthread_join(t, NULL);
   } else if (strcmp(name, "free_foreign") == 0) {
     char *m = foreign_mapping(1 << 16);
     free(launder(m + 4096));
