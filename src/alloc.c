@@ -157,10 +157,10 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
      * buffer is realloc'ed in place many times per move). The hardened build
      * takes it only for a carved, live block with its canary intact; the
      * checked path below judges and reports anything else. */
-    tes_heap_t *table = tes_tls_heap;
+    tes_slices_t *slices = tes_tls_slices;
     size_t slot;
-    if (tes_likely(tes_slice_hit(table, p, &slot))) {
-      tes_page_t *page = table->slices->page[slot];
+    if (tes_likely(tes_slice_hit(slices, p, &slot))) {
+      tes_page_t *page = slices->page[slot];
 #if TES_SECURE
       uint32_t requested;
       if (tes_likely(tes_secure_recorded_size(page, p, &requested) && tes_secure_canary_ok(page, p, requested)))

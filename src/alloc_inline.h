@@ -166,11 +166,11 @@ TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
 }
 
 TES_INLINE void tes_free_inline(void *p) {
-  tes_heap_t *heap = tes_tls_heap;
+  tes_slices_t *slices = tes_tls_slices;
   size_t slot;
-  if (tes_likely(tes_slice_hit(heap, p, &slot))) {
+  if (tes_likely(tes_slice_hit(slices, p, &slot))) {
     /* A page of our own small/medium segment: a local free, no atomics. */
-    tes_page_t *page = heap->slices->page[slot];
+    tes_page_t *page = slices->page[slot];
 #if TES_SECURE
     if (tes_unlikely(!tes_secure_free_quick(page, p))) {
       tes_secure_free_local(p, page); /* reports, frees unless it must not */
@@ -193,10 +193,10 @@ size_t tes_usable_size_slow(const void *p); /* alloc.c: every pointer, checked *
  * (a size word that is no size: freed, or overwritten) takes the checked
  * path. */
 TES_INLINE size_t tes_usable_size_inline(const void *p) {
-  tes_heap_t *heap = tes_tls_heap;
+  const tes_slices_t *slices = tes_tls_slices;
   size_t slot;
-  if (tes_likely(tes_slice_hit(heap, p, &slot))) {
-    const tes_page_t *page = heap->slices->page[slot];
+  if (tes_likely(tes_slice_hit(slices, p, &slot))) {
+    const tes_page_t *page = slices->page[slot];
 #if !TES_SECURE
     return page->block_size;
 #else

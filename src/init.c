@@ -25,9 +25,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
-__thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec"))) = &tes_heap_empty;
-
 tes_slices_t tes_slices_none; /* zero: misses every pointer (TES_SLICE_BIAS) */
+
+__thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec"))) = &tes_heap_empty;
+__thread tes_slices_t *tes_tls_slices __attribute__((tls_model("initial-exec"))) = &tes_slices_none;
 
 tes_heap_t tes_heap_empty = {
     .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
@@ -183,6 +184,7 @@ static void thread_done(void *value) {
   tes_heap_t *heap = tes_tls_heap;
   if (heap->is_static) return;
   tes_tls_heap = &tes_heap_exited;
+  tes_tls_slices = tes_heap_exited.slices;
   if (atomic_load_explicit(&heap->first_class_heaps, memory_order_relaxed) > 0) {
     /* The thread leaves first-class heaps, which tes_heap_abandon deletes
      * into this heap. Not now: a destructor of a key made after ours runs
@@ -223,6 +225,7 @@ static tes_heap_t *thread_heap_init(bool late) {
   heap->is_default = true;
   heap->late_tid = 0;
   tes_tls_heap = heap;
+  tes_tls_slices = heap->slices;
   tes_stats_thread_started();
   if (!thread_key_register(heap) || late) late_add(heap);
   return heap;

@@ -47,7 +47,7 @@ static void covered_working_set(void) {
   size_t misses = 0, wrong = 0;
   for (size_t i = 0; i < COVERED_COUNT; i++) {
     size_t slot;
-    if (!tes_slice_hit(heap, blocks[i], &slot)) misses++;
+    if (!tes_slice_hit(heap->slices, blocks[i], &slot)) misses++;
     else if (heap->slices->page[slot] != tes_page_of(tes_segment_of(blocks[i]), blocks[i])) wrong++;
   }
   CHECK(misses == 0, "%zu of %d blocks (160 MiB) miss the slice table", misses, COVERED_COUNT);
@@ -97,7 +97,7 @@ static void big_working_set(void) {
   size_t misses = 0;
   for (size_t i = 0; i < BIG_COUNT; i++) {
     size_t slot;
-    if (!tes_slice_hit(heap, blocks[i], &slot)) misses++;
+    if (!tes_slice_hit(heap->slices, blocks[i], &slot)) misses++;
   }
   REQUIRE(misses > BIG_COUNT / 4, "only %zu of %d blocks miss the slice table: the test needs more", misses,
           BIG_COUNT);

@@ -34,6 +34,22 @@ static void *toggle_unit(void *arg) {
   return NULL;
 }
 
+/* The free fast path reads the thread's slice table from its own TLS slot:
+ * it must name the heap's table from the heap's first malloc on, and the
+ * static all-miss table before. (Were it left at the static one, every
+ * free would take the slow path: slower, never wrong, so check it here.) */
+static _Atomic int tls_slices_errors;
+static void *tls_slices_thread(void *arg) {
+  (void)arg;
+  if (tes_tls_slices != &tes_slices_none || tes_tls_heap != &tes_heap_empty) tls_slices_errors++;
+  void *p = tes_malloc(32);
+  if (tes_tls_heap == &tes_heap_empty || tes_tls_slices != tes_tls_heap->slices) tls_slices_errors++;
+  size_t slot;
+  if (!tes_slice_hit(tes_tls_slices, p, &slot)) tls_slices_errors++;
+  tes_free(p);
+  return NULL;
+}
+
 static void neighbour_units(void) {
   size_t span = (size_t)(NEIGHBOURS + 1) << TES_SEGMENT_SHIFT;
   uint8_t *map = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -116,10 +132,15 @@ int main(void) {
   void *small = tes_malloc(64);
   tes_heap_t *heap = tes_tls_heap;
   size_t slot;
-  CHECK(tes_slice_hit(heap, small, &slot), "own block's slice missing from the table");
+  CHECK(tes_slice_hit(heap->slices, small, &slot), "own block's slice missing from the table");
   CHECK(heap->slices->page[slot] == tes_page_of(tes_segment_of(small), small), "slice table gives the wrong page");
-  CHECK(!tes_slice_hit(heap, tes_segment_of(small), &slot), "header slice is in the table");
+  CHECK(!tes_slice_hit(heap->slices, tes_segment_of(small), &slot), "header slice is in the table");
   tes_free(small);
+  CHECK(tes_tls_slices == heap->slices, "the TLS slice table is not the heap's");
+  pthread_t tls_thread;
+  REQUIRE(pthread_create(&tls_thread, NULL, tls_slices_thread, NULL) == 0, "pthread_create");
+  pthread_join(tls_thread, NULL);
+  CHECK(tls_slices_errors == 0, "%d errors in a new thread's TLS slice table", (int)tls_slices_errors);
   neighbour_units();
   return unit_finish("unit_segment");
 }
