@@ -238,8 +238,11 @@ tes_heap_t *tes_heap_alloc_struct(void) {
      * others would make all 64 KiB resident); the pages are read only
      * after a tag matched. */
     tes_slices_t *slices = (tes_slices_t *)((uint8_t *)heap + struct_size);
-    for (size_t i = 0; i < TES_SLICE_SLOTS; i++)
-      if (slices->tag[i] != 0) slices->tag[i] = 0;
+    for (size_t run = 0; run < TES_SLICE_SLOTS / TES_SLICE_TAG_RUN; run++)
+      if (slices->tag_runs_written & (1u << run))
+        memset(&slices->tag[run * TES_SLICE_TAG_RUN], 0, TES_SLICE_TAG_RUN * sizeof(uintptr_t));
+    slices->tag[0] = 0; /* tes_heap_setup's store (run 0 may be unmarked) */
+    slices->tag_runs_written = 0;
   }
   if (heap != NULL) heap->slices = (tes_slices_t *)((uint8_t *)heap + struct_size);
   return heap;

@@ -338,10 +338,17 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
  * struct, so that the two static heaps, which must be in .data, point at a
  * zero table in .bss instead of carrying 128 KiB of it in .data (resident
  * whole, by the kernel's fault-around, as soon as a page near it is read). */
+#define TES_SLICE_TAG_RUN 512 /* tags a bit of tag_runs_written covers: 4 KiB */
 typedef struct tes_slices_s {
   uintptr_t tag[TES_SLICE_SLOTS];
   struct tes_page_s *page[TES_SLICE_SLOTS]; /* read only after its tag matched: never zeroed as a whole */
+  /* Bit i: a tag in tags [512 i, 512 i + 512) was set since the table was
+   * last cleared. A pooled heap clears only those 4 KiB runs: reading all
+   * 64 KiB of tags cost larson, whose threads come and go, half of its
+   * last-level read misses. */
+  uint16_t tag_runs_written;
 } tes_slices_t;
+_Static_assert(TES_SLICE_SLOTS / TES_SLICE_TAG_RUN <= 16, "tag_runs_written has a bit for every 4 KiB of tags");
 extern tes_slices_t tes_slices_none; /* init.c: every lookup misses once the process is set up */
 /* A spin lock that knows its holder (the address of the holding thread's
  * tes_tls_heap slot, as tes_fork_holder names a thread; NULL when free), so
@@ -440,6 +447,7 @@ TES_INLINE bool tes_slice_hit(const tes_slices_t *slices, const void *p, size_t 
 TES_INLINE void tes_slice_set(tes_heap_t *heap, uintptr_t slice, tes_page_t *page) {
   heap->slices->tag[tes_slice_slot(slice)] = slice;
   heap->slices->page[tes_slice_slot(slice)] = page;
+  heap->slices->tag_runs_written |= (uint16_t)(1u << (tes_slice_slot(slice) / TES_SLICE_TAG_RUN));
 }
 
 /* ---- globals ------------------------------------------------------------- */

@@ -34,6 +34,45 @@ static void *toggle_unit(void *arg) {
   return NULL;
 }
 
+/* A heap struct goes back to a pool at its thread's exit and its slice
+ * table is cleared for the next thread, in 4 KiB runs of tags (only those
+ * written). The first thread fills tags in several runs (its 96 KiB blocks
+ * span some 2,000 slices) and frees everything, leaving the empty tag
+ * UINTPTR_MAX behind; the next thread, given the same struct, must see no
+ * such tag but the one in slot 0. */
+#define POOL_BLOCKS 1500
+static tes_heap_t *pooled_heap;
+static void *pool_fill_thread(void *arg) {
+  (void)arg;
+  static void *blocks[POOL_BLOCKS];
+  for (int i = 0; i < POOL_BLOCKS; i++) blocks[i] = tes_malloc(96 * 1024);
+  for (int i = 0; i < POOL_BLOCKS; i++) tes_free(blocks[i]);
+  pooled_heap = tes_tls_heap;
+  return NULL;
+}
+static size_t pool_stale_tags, pool_runs_written;
+static bool pool_reused;
+static void *pool_check_thread(void *arg) {
+  (void)arg;
+  void *p = tes_malloc(16);
+  pool_reused = tes_tls_heap == pooled_heap;
+  for (size_t i = 1; i < TES_SLICE_SLOTS; i++)
+    if (tes_tls_slices->tag[i] == UINTPTR_MAX) pool_stale_tags++;
+  tes_free(p);
+  return NULL;
+}
+static void pooled_table_cleared(void) {
+  pthread_t t;
+  REQUIRE(pthread_create(&t, NULL, pool_fill_thread, NULL) == 0, "pthread_create");
+  pthread_join(t, NULL);
+  pool_runs_written = __builtin_popcount(pooled_heap->slices->tag_runs_written);
+  REQUIRE(pthread_create(&t, NULL, pool_check_thread, NULL) == 0, "pthread_create");
+  pthread_join(t, NULL);
+  CHECK(pool_runs_written >= 3, "the first thread wrote %zu runs of tags, want several", pool_runs_written);
+  CHECK(pool_reused, "the second thread did not get the pooled heap struct");
+  CHECK(pool_stale_tags == 0, "%zu stale tags in a pooled heap's table", pool_stale_tags);
+}
+
 /* The free fast path reads the thread's slice table from its own TLS slot:
  * it must name the heap's table from the heap's first malloc on, and the
  * static all-miss table before. (Were it left at the static one, every
@@ -141,6 +180,7 @@ int main(void) {
   REQUIRE(pthread_create(&tls_thread, NULL, tls_slices_thread, NULL) == 0, "pthread_create");
   pthread_join(tls_thread, NULL);
   CHECK(tls_slices_errors == 0, "%d errors in a new thread's TLS slice table", (int)tls_slices_errors);
+  pooled_table_cleared();
   neighbour_units();
   return unit_finish("unit_segment");
 }
