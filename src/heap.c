@@ -241,8 +241,7 @@ tes_heap_t *tes_heap_alloc_struct(void) {
     for (size_t run = 0; run < TES_SLICE_SLOTS / TES_SLICE_TAG_RUN; run++)
       if (slices->tag_runs_written & (1u << run))
         memset(&slices->tag[run * TES_SLICE_TAG_RUN], 0, TES_SLICE_TAG_RUN * sizeof(uintptr_t));
-    slices->tag[0] = 0; /* tes_heap_setup's store (run 0 may be unmarked) */
-    slices->tag_runs_written = 0;
+    slices->tag_runs_written = 0; /* slot 0's tag: tes_heap_setup, which every caller runs next */
   }
   if (heap != NULL) heap->slices = (tes_slices_t *)((uint8_t *)heap + struct_size);
   return heap;
