@@ -160,7 +160,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
     tes_slices_t *slices = tes_tls_slices;
     size_t slot;
     if (tes_likely(tes_slice_hit(slices, p, &slot))) {
-      tes_page_t *page = slices->page[slot];
+      tes_page_t *page = slices->entry[slot].page;
 #if TES_SECURE
       uint32_t requested;
       if (tes_likely(tes_secure_recorded_size(page, p, &requested) && tes_secure_canary_ok(page, p, requested)))

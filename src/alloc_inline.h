@@ -109,11 +109,12 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
 #endif
 }
 
-/* A block of a page this thread owns: into the page's heap's bin while it
- * has room, else onto the page's local free list. */
-TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
+/* A block of a page this thread owns: into bin (the page's heap's bin, as
+ * the slice table or the page has it) while it has room, else onto the
+ * page's local free list. The page is read through pagep where it is
+ * needed: a push to the bin loads no page (nor the slice table's entry). */
+TES_INLINE void tes_free_owned_to(tes_page_t *const *pagep, tes_block_t *block, tes_bin_t *bin) {
 #if !TES_SECURE
-  tes_bin_t *bin = page->bin;
   /* The room byte read on its own (little-endian low byte of tally): GCC
    * then tests it in memory (`cmpb $0`: a plain read, which only the owner
    * makes; the relaxed atomic load it was until the seventeenth session
@@ -129,7 +130,7 @@ TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
      * word. A tail call: the fast path saves no registers. */
     tes_block_t *head = bin->head;
     if (tes_unlikely(block == head)) {
-      tes_report_double_free(page, block);
+      tes_report_double_free(*pagep, block);
       return; /* when the program goes on: not linked twice */
     }
     block->next = head;
@@ -152,6 +153,7 @@ TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
    * it again). The read is paid only by a page's first free since its list
    * was last taken; with a block of the list there, the bin's pop reaches
    * that block, finds no mark, and reports (TES_BIN_POP_OR_RETURN). */
+  tes_page_t *page = *pagep;
   tes_block_t *local = page->local_free;
   if (tes_unlikely(block == bin->head || local == block)) {
     tes_report_double_free(page, block);
@@ -161,8 +163,18 @@ TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
     tes_free_owned_checked(page, bin, block);
     return;
   }
-#endif
   tes_page_push_local(page, block);
+#else
+  (void)bin;
+  tes_page_push_local(*pagep, block);
+#endif
+}
+TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
+#if !TES_SECURE
+  tes_free_owned_to(&page, block, page->bin);
+#else
+  tes_free_owned_to(&page, block, NULL);
+#endif
 }
 
 TES_INLINE void tes_free_inline(void *p) {
@@ -170,14 +182,16 @@ TES_INLINE void tes_free_inline(void *p) {
   size_t slot;
   if (tes_likely(tes_slice_hit(slices, p, &slot))) {
     /* A page of our own small/medium segment: a local free, no atomics. */
-    tes_page_t *page = slices->page[slot];
 #if TES_SECURE
+    tes_page_t *page = slices->entry[slot].page;
     if (tes_unlikely(!tes_secure_free_quick(page, p))) {
       tes_secure_free_local(p, page); /* reports, frees unless it must not */
       return;
     }
-#endif
     tes_free_owned(page, (tes_block_t *)p);
+#else
+    tes_free_owned_to(&slices->entry[slot].page, (tes_block_t *)p, slices->entry[slot].bin);
+#endif
   } else {
     tes_free_slow(p); /* NULL, foreign, remote, large, not in the table */
   }
@@ -196,7 +210,7 @@ TES_INLINE size_t tes_usable_size_inline(const void *p) {
   const tes_slices_t *slices = tes_tls_slices;
   size_t slot;
   if (tes_likely(tes_slice_hit(slices, p, &slot))) {
-    const tes_page_t *page = slices->page[slot];
+    const tes_page_t *page = slices->entry[slot].page;
 #if !TES_SECURE
     return page->block_size;
 #else

@@ -948,7 +948,7 @@ static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c, bool adopt, bool *re
   tes_unlock(&heap->purge_lock);
   if (page == NULL) return NULL;
   atomic_store_explicit(&page->heap, heap, memory_order_release);
-  tes_page_set_bin(page, &heap->bins[c]);
+  tes_segment_page_bin(heap, page, &heap->bins[c]);
   tes_page_extend(page);
   class_push_back(heap, page);
   return page;
@@ -1198,7 +1198,7 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
     tes_page_t *page = &seg->pages[i];
     if (!page->in_use) continue;
     atomic_store_explicit(&page->heap, heap, memory_order_release);
-    tes_page_set_bin(page, &heap->bins[page->class_index]);
+    tes_segment_page_bin(heap, page, &heap->bins[page->class_index]);
     page->next = page->prev = NULL;
     page->kept_empty = 0; /* counted by the heap it came from */
     if (tes_page_take_if_empty(page)) {

@@ -341,7 +341,21 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
 #define TES_SLICE_TAG_RUN 512 /* tags a bit of tag_runs_written covers: 4 KiB */
 typedef struct tes_slices_s {
   uintptr_t tag[TES_SLICE_SLOTS];
-  struct tes_page_s *page[TES_SLICE_SLOTS]; /* read only after its tag matched: never zeroed as a whole */
+  /* Read only after its tag matched: never zeroed as a whole. The page,
+   * and in the default build page->bin, copied (tes_slice_set,
+   * tes_segment_page_bin): the free fast path loads the bin beside the page
+   * instead of through it, so the address of the bin's head, which the push
+   * stores to, waits on one load after the tag's instead of two (`single`
+   * ran 0.8 of the time). Beside the page, in the same line: a thread that
+   * uses a few slots touches no more pages of the table (a separate array
+   * made 1,000 idle threads 4 MB larger). Invariant: for a slot whose tag
+   * is set, entry[i].bin == entry[i].page->bin (default build). */
+  struct {
+    struct tes_page_s *page;
+#if !TES_SECURE
+    struct tes_bin_s *bin;
+#endif
+  } entry[TES_SLICE_SLOTS];
   /* Bit i: a tag in tags [512 i, 512 i + 512) was set since the table was
    * last cleared. A pooled heap clears only those 4 KiB runs: reading all
    * 64 KiB of tags cost larson, whose threads come and go, half of its
@@ -437,7 +451,7 @@ TES_INLINE uintptr_t tes_slice_of(const void *p) { return ((uintptr_t)p + TES_SL
 TES_INLINE size_t tes_slice_slot(uintptr_t slice) { return slice & (TES_SLICE_SLOTS - 1); }
 /* Does the table hold p's slice (which proves p lies in a page of this
  * thread's own segments; nothing at p is read)? Its page is then
- * slices->page[*slot]. */
+ * slices->entry[*slot].page. */
 TES_INLINE bool tes_slice_hit(const tes_slices_t *slices, const void *p, size_t *slot) {
   uintptr_t slice = tes_slice_of(p);
   *slot = tes_slice_slot(slice);
@@ -446,7 +460,10 @@ TES_INLINE bool tes_slice_hit(const tes_slices_t *slices, const void *p, size_t 
 /* The slice's slot now names page (a collision may have taken it). */
 TES_INLINE void tes_slice_set(tes_heap_t *heap, uintptr_t slice, tes_page_t *page) {
   heap->slices->tag[tes_slice_slot(slice)] = slice;
-  heap->slices->page[tes_slice_slot(slice)] = page;
+  heap->slices->entry[tes_slice_slot(slice)].page = page;
+#if !TES_SECURE
+  heap->slices->entry[tes_slice_slot(slice)].bin = page->bin;
+#endif
   heap->slices->tag_runs_written |= (uint16_t)(1u << (tes_slice_slot(slice) / TES_SLICE_TAG_RUN));
 }
 
@@ -689,6 +706,9 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind);
 void tes_segment_free(tes_segment_t *seg);    /* all pages free; to cache or OS */
 tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind); /* fresh page */
 void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page);  /* retired page back */
+/* page's bin is now heap's bin: set, and copied into the slice table (the
+ * page's slices were entered with the bin it had then). */
+void tes_segment_page_bin(tes_heap_t *heap, tes_page_t *page, tes_bin_t *bin);
 void tes_segment_purge_pages(tes_page_t *first, unsigned count); /* neighbours in one segment */
 void tes_segment_purge_kept(tes_page_t *page); /* a kept page still in use, its lists emptied (heap.c); purge_lock held */
 tes_segment_t *tes_segment_find(const void *p); /* owner of any address, or NULL */

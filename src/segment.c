@@ -533,6 +533,15 @@ tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
   return page;
 }
 
+void tes_segment_page_bin(tes_heap_t *heap, tes_page_t *page, tes_bin_t *bin) {
+  tes_page_set_bin(page, bin);
+#if !TES_SECURE
+  page_slices_set(heap, tes_segment_of(page), page->index, true);
+#else
+  (void)heap;
+#endif
+}
+
 void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
   tes_segment_t *seg = tes_segment_of(page);
   /* A kept page purged in place (tes_segment_purge_kept) retires clean:

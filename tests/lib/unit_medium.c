@@ -48,7 +48,7 @@ static void covered_working_set(void) {
   for (size_t i = 0; i < COVERED_COUNT; i++) {
     size_t slot;
     if (!tes_slice_hit(heap->slices, blocks[i], &slot)) misses++;
-    else if (heap->slices->page[slot] != tes_page_of(tes_segment_of(blocks[i]), blocks[i])) wrong++;
+    else if (heap->slices->entry[slot].page != tes_page_of(tes_segment_of(blocks[i]), blocks[i])) wrong++;
   }
   CHECK(misses == 0, "%zu of %d blocks (160 MiB) miss the slice table", misses, COVERED_COUNT);
   CHECK(wrong == 0, "%zu blocks' slices name the wrong page", wrong);

@@ -172,7 +172,7 @@ int main(void) {
   tes_heap_t *heap = tes_tls_heap;
   size_t slot;
   CHECK(tes_slice_hit(heap->slices, small, &slot), "own block's slice missing from the table");
-  CHECK(heap->slices->page[slot] == tes_page_of(tes_segment_of(small), small), "slice table gives the wrong page");
+  CHECK(heap->slices->entry[slot].page == tes_page_of(tes_segment_of(small), small), "slice table gives the wrong page");
   CHECK(!tes_slice_hit(heap->slices, tes_segment_of(small), &slot), "header slice is in the table");
   tes_free(small);
   CHECK(tes_tls_slices == heap->slices, "the TLS slice table is not the heap's");
