@@ -1,7 +1,7 @@
 /* unit_slice_bin.c — the slice table's copy of each page's bin (default
- * build, src/internal.h tes_slices_t.bin): the free fast path pushes to
- * slices->entry[slot].bin, not to page->bin, so for every slot whose tag is set
- * the two must agree, through fresh pages (small and medium, whose pages
+ * build, src/internal.h tes_slices_t.entry[].bin): the free fast path
+ * pushes to slices->entry[slot].bin, not to page->bin, so for every slot
+ * whose tag is set the two must agree, through fresh pages (small and medium, whose pages
  * span eight slices), a first-class heap's pages (which share the thread's
  * table but have their own bins), pages re-entered after a collision, and
  * pages of an exited thread's segment adopted by another heap. A stale copy
