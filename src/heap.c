@@ -210,7 +210,12 @@ tes_heap_t *tes_heap_alloc_struct(void) {
     heap_pool = heap->all_next;
     pooled = true;
   } else {
-    size_t need = struct_size + sizeof(tes_slices_t);
+    /* Rounded up to a line: tes_slices_t ends in tag_runs_written (padded to
+     * 8 bytes), so without it every struct after a chunk's first started
+     * 8 bytes further off a line, and shared its first line (its direct
+     * pages) with the previous thread's tag_runs_written, which that thread
+     * writes at every page it hands out. */
+    size_t need = (struct_size + sizeof(tes_slices_t) + 63) & ~(size_t)63;
     if (heap_chunk_left < need) {
       size_t chunk = 16 * need;
       chunk = (chunk + tes_os_page_size() - 1) & ~(tes_os_page_size() - 1);

@@ -89,6 +89,38 @@ static void *tls_slices_thread(void *arg) {
   return NULL;
 }
 
+/* Heap structs (each followed by its slice table) are carved one after the
+ * other from a chunk: each must start on a cache line of its own, so that
+ * its hot fields keep the layout the struct was designed with and a
+ * thread's writes to the end of its table (tag_runs_written, the last
+ * pages) never share a line with the next thread's heap. Four threads
+ * alive at once hold four structs, none of them pooled. */
+enum { ALIGN_THREADS = 4 };
+static pthread_barrier_t align_barrier;
+static uintptr_t align_heap[ALIGN_THREADS], align_table[ALIGN_THREADS];
+static void *heap_align_thread(void *arg) {
+  void *p = tes_malloc(32);
+  align_heap[(uintptr_t)arg] = (uintptr_t)tes_tls_heap;
+  align_table[(uintptr_t)arg] = (uintptr_t)tes_tls_slices;
+  pthread_barrier_wait(&align_barrier); /* all alive at once: no struct is reused */
+  tes_free(p);
+  return NULL;
+}
+static void heap_structs_aligned(void) {
+  pthread_t t[ALIGN_THREADS];
+  REQUIRE(pthread_barrier_init(&align_barrier, NULL, ALIGN_THREADS) == 0, "barrier");
+  for (uintptr_t i = 0; i < ALIGN_THREADS; i++)
+    REQUIRE(pthread_create(&t[i], NULL, heap_align_thread, (void *)i) == 0, "pthread_create");
+  for (int i = 0; i < ALIGN_THREADS; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&align_barrier);
+  for (int i = 0; i < ALIGN_THREADS; i++) {
+    CHECK(align_heap[i] % 64 == 0, "thread %d's heap struct at %#lx is not on a cache line of its own", i,
+          (unsigned long)align_heap[i]);
+    CHECK(align_table[i] % 64 == 0, "thread %d's slice table at %#lx is not line-aligned", i,
+          (unsigned long)align_table[i]);
+  }
+}
+
 static void neighbour_units(void) {
   size_t span = (size_t)(NEIGHBOURS + 1) << TES_SEGMENT_SHIFT;
   uint8_t *map = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -181,6 +213,7 @@ int main(void) {
   pthread_join(tls_thread, NULL);
   CHECK(tls_slices_errors == 0, "%d errors in a new thread's TLS slice table", (int)tls_slices_errors);
   pooled_table_cleared();
+  heap_structs_aligned();
   neighbour_units();
   return unit_finish("unit_segment");
 }
