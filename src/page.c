@@ -128,6 +128,16 @@ static size_t page_collect(tes_page_t *page) {
       /* local_free moves to free; it holds every carved block that is not
        * live, except the remote ones. */
       page->installed += page->capacity - tes_page_live(page) - remote;
+#if TES_SECURE
+      tes_block_t *last = page->local_free, *rest = tes_secure_hold_back(page, last, list);
+      if (rest != NULL) {
+        page->installed--;
+        page->free = rest;
+        page->free_is_zero = 0;
+        page->local_free = last; /* the block freed last, then the remote ones */
+        return remote;
+      }
+#endif
       page->free = page->local_free;
       page->free_is_zero = 0;
       page->local_free = list;
