@@ -1,18 +1,23 @@
 /* fit_bench.h — what the fit-policy workloads share: command line
- * (--impl ff|bf|malloc, --naive, --iters N, --seed N), the allocator they drive, the
+ * (--impl ff|bf|malloc|null, --naive, --iters N, --seed N), the allocator they drive, the
  * clock, and the one result line they print.
  *
  * Every workload prints, like the assignment's programs,
  *     Execution Time = <seconds> seconds
  *     Fragmentation  = <free space / data segment size>
  * followed by one machine-readable line for the matrix driver:
- *     result workload=<name> impl=<ff|bf|malloc> variant=<naive|fast|system>
+ *     result workload=<name> impl=<ff|bf|malloc|null> variant=<naive|fast|system|null>
  *            iters=<n> time_s=<wall> cpu_s=<cpu> fragmentation=<f|n/a> segment=<bytes> free=<bytes>
+ *            minflt=<minor page faults during the timed loop>
  * For --impl malloc the fragmentation comes from mallinfo2 (fordblks /
  * arena) of the malloc in use when its mallinfo2 follows the allocations
  * (glibc's; libtessera's, under LD_PRELOAD, answers for its own heap), and
  * is "n/a" when it does not (a preloaded allocator that leaves glibc's
- * mallinfo2 in place, such as mimalloc).
+ * mallinfo2 in place, such as mimalloc). --impl null allocates nothing
+ * (one dummy address for every request; fragmentation n/a): the workload's
+ * own share of a run. Under valgrind --tool=callgrind --collect-atstart=no
+ * only the timed loop is counted (fit_bench_start / fit_bench_finish toggle
+ * collection).
  */
 #ifndef TESSERA_FIT_BENCH_H
 #define TESSERA_FIT_BENCH_H
@@ -21,8 +26,8 @@
 
 typedef struct fit_bench {
   const char *workload;
-  const char *impl;    /* ff, bf or malloc */
-  const char *variant; /* naive, fast or system */
+  const char *impl;    /* ff, bf, malloc or null */
+  const char *variant; /* naive, fast, system or null */
   long iters;
   unsigned seed; /* srand seed of the random workloads (the assignment's: 0) */
   void *(*alloc)(size_t);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench_smoke.sh BENCH_DIR — runs each fit workload briefly under every
-# allocator it supports and checks that it prints a well-formed result line
-# with a fragmentation in [0, 1]. Sizes are toy: this tests the programs,
+# allocator it supports (and the null one) and checks that it prints a
+# well-formed result line with a fragmentation in [0, 1] and the timed
+# loop's minor-fault count. Sizes are toy: this tests the programs,
 # not the allocators' speed.
 set -eu
 dir=$1
@@ -14,6 +15,7 @@ check() { # check LINE
     *) awk -v f="$frag" 'BEGIN { exit !(f >= 0 && f <= 1) }' || { echo "bad fragmentation: $frag"; fail=1; } ;;
   esac
   echo "$1" | grep -q 'time_s=[0-9.]* cpu_s=[0-9.]*' || { echo "no time in: $1"; fail=1; }
+  echo "$1" | grep -q ' minflt=[0-9][0-9]*$' || { echo "no minor-fault count in: $1"; fail=1; }
 }
 for impl in ff bf malloc; do
   check "$("$dir/fit_equal" --impl "$impl" --iters 2 | grep '^result')"
@@ -24,6 +26,12 @@ done
 for impl in ff bf; do
   check "$("$dir/fit_small_range" --impl "$impl" --naive --iters 2 | grep '^result.*variant=naive')"
   check "$("$dir/fit_cpe357" --impl "$impl" --naive --iters 50 | grep '^result.*variant=naive')"
+done
+# --impl null allocates nothing (the workload's own cost): no data segment.
+for w in equal small_range large_range cpe357; do
+  line=$("$dir/fit_$w" --impl null --iters 2 | grep '^result.*impl=null variant=null') || { echo "fit_$w --impl null: no result"; fail=1; continue; }
+  check "$line"
+  echo "$line" | grep -q 'fragmentation=n/a segment=0 free=0 ' || { echo "--impl null has a data segment: $line"; fail=1; }
 done
 # --seed changes the random workloads' sizes (so their data segment), and
 # the same seed gives the same run.

@@ -583,7 +583,7 @@ static void test_fit_options(void) {
   run_t *r = run_program(fit, "--help");
   CHECK(r->status == 0 && strstr(r->out, "usage: ") && strstr(r->out, "--impl") && r->err[0] == '\0');
   r = run_program(fit, "--impl");
-  CHECK(r->status == 2 && strstr(r->err, "--impl needs a value: ff, bf or malloc"));
+  CHECK(r->status == 2 && strstr(r->err, "--impl needs a value: ff, bf, malloc or null"));
   r = run_program(fit, "--iters");
   CHECK(r->status == 2 && strstr(r->err, "--iters needs a positive integer"));
   /* Past a long (strtol clamps to LONG_MAX: it ran for ever), a leading
