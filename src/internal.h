@@ -422,7 +422,7 @@ struct tes_heap_s {
   _Atomic bool destroy_requested;       /* first-class heap: that request is a destroy (its blocks are freed) */
   bool is_default;
   bool is_static;
-  uintptr_t key;                        /* secure: per-heap random */
+  uintptr_t keys[2];                    /* secure: delayed-list link keys (random, set once in tes_heap_setup) */
   uint64_t random;                      /* secure: xorshift state */
   tes_counters_t counters;
   tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep, no slow path of the class since (heap.c) */
@@ -548,10 +548,27 @@ static inline uint32_t tes_page_live(const tes_page_t *page) {
  * use-after-free write cannot forge a link without both keys, and the list
  * terminator (NULL) does not reveal a key. Three instructions each way. */
 #define TES_LINK_ROTATE 17
+TES_INLINE uintptr_t tes_keyed_decode(const uintptr_t keys[2], uintptr_t stored) {
+#if TES_SECURE
+  uintptr_t x = stored - keys[0];
+  return ((x >> TES_LINK_ROTATE) | (x << (64 - TES_LINK_ROTATE))) ^ keys[1];
+#else
+  (void)keys;
+  return stored;
+#endif
+}
+TES_INLINE uintptr_t tes_keyed_encode(const uintptr_t keys[2], uintptr_t next) {
+#if TES_SECURE
+  uintptr_t x = next ^ keys[1];
+  return ((x << TES_LINK_ROTATE) | (x >> (64 - TES_LINK_ROTATE))) + keys[0];
+#else
+  (void)keys;
+  return next;
+#endif
+}
 TES_INLINE uintptr_t tes_link_decode(const tes_page_t *page, uintptr_t stored) {
 #if TES_SECURE
-  uintptr_t x = stored - page->keys[0];
-  return ((x >> TES_LINK_ROTATE) | (x << (64 - TES_LINK_ROTATE))) ^ page->keys[1];
+  return tes_keyed_decode(page->keys, stored);
 #else
   (void)page;
   return stored;
@@ -559,11 +576,35 @@ TES_INLINE uintptr_t tes_link_decode(const tes_page_t *page, uintptr_t stored) {
 }
 TES_INLINE uintptr_t tes_link_encode(const tes_page_t *page, uintptr_t next) {
 #if TES_SECURE
-  uintptr_t x = next ^ page->keys[1];
-  return ((x << TES_LINK_ROTATE) | (x >> (64 - TES_LINK_ROTATE))) + page->keys[0];
+  return tes_keyed_encode(page->keys, next);
 #else
   (void)page;
   return next;
+#endif
+}
+/* A heap's delayed list (remote frees into its full pages, free.c) mixes
+ * pages, so its links cannot use a page's keys: in the hardened build they
+ * are encoded the same way with the owner heap's two keys, set once when
+ * the heap is set up (the list is empty then) and never changed while it
+ * lives. A write after free cannot forge one without both keys (before,
+ * they were plain pointers, only checked: the address of another carved
+ * block of the heap, a live one too, passed, and that block was freed on
+ * the owner's behalf). Walkers of the list (stats.c, heap_api.c) decode
+ * with the same heap's keys. Identity in the default build. */
+TES_INLINE tes_block_t *tes_delayed_decode(const tes_heap_t *heap, const tes_block_t *stored) {
+#if TES_SECURE
+  return (tes_block_t *)tes_keyed_decode(heap->keys, (uintptr_t)stored);
+#else
+  (void)heap;
+  return (tes_block_t *)stored;
+#endif
+}
+TES_INLINE tes_block_t *tes_delayed_encode(const tes_heap_t *heap, const tes_block_t *next) {
+#if TES_SECURE
+  return (tes_block_t *)tes_keyed_encode(heap->keys, (uintptr_t)next);
+#else
+  (void)heap;
+  return (tes_block_t *)next;
 #endif
 }
 TES_INLINE tes_block_t *tes_block_next(const tes_page_t *page, const tes_block_t *b) {
