@@ -163,13 +163,19 @@ size_t tes_page_free_count(const tes_page_t *page) {
   /* A link overwritten after its block's free (a write after free, which a
    * pop would report: tes_block_next_checked) ends the count, reported:
    * followed, it decoded to a wild address, and the fold of a retiring page
-   * (malloc_trim, thread exit, kept pages retiring) died of SIGSEGV. At
-   * most `capacity` blocks (a cycle). */
-  const uint8_t *lo = page->area, *hi = page->area + (size_t)page->capacity * page->block_size;
+   * (malloc_trim, thread exit, kept pages retiring) died of SIGSEGV. A link
+   * must be a carved block start (the one-multiply block test, exact for
+   * any address: an index below capacity means an offset below the page's
+   * size; before, any address among the carved blocks passed and the count
+   * went on from data inside a block). At most `capacity` blocks (a cycle).
+   * The multiply is not on the walk's critical path (the next load depends
+   * on the link, not on the test); no multiply-free test exists for block
+   * sizes that are not powers of two. */
   for (const tes_block_t *b = page->free, *next; b != NULL; b = next) {
     n++;
     next = tes_block_next(page, b);
-    if (next != NULL && ((const uint8_t *)next < lo || (const uint8_t *)next >= hi || n >= page->capacity)) {
+    size_t index;
+    if (next != NULL && (!tes_secure_block_index(page, next, &index) || index >= page->capacity || n >= page->capacity)) {
       tes_report_error(TES_ERR_CORRUPT, b, page);
       break;
     }
