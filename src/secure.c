@@ -113,11 +113,20 @@ void tes_secure_rearm(void *p, size_t requested) {
 
 /* The requested size the block's size word records (0 unless
  * SIZE_RECORDED), in the page's layout. */
+static size_word_t judge_word(size_t word, size_t limit, size_t tag, size_t *requested) {
+  *requested = word <= limit ? word : 0;
+  return word <= limit ? SIZE_RECORDED : word == tag ? SIZE_FREED_TAG : SIZE_OVERWRITTEN;
+}
+
+/* A large block's size word: the last 8 bytes of the block. */
+static size_t *large_size_word(const tes_page_t *page, const void *p) {
+  return (size_t *)((uintptr_t)p + page->block_size - sizeof(size_t));
+}
+
 static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *requested) {
-  const uint8_t *end = (const uint8_t *)p + page->block_size;
   size_t word, limit, tag;
   if (page_is_large(page)) {
-    memcpy(&word, end - sizeof word, sizeof word);
+    memcpy(&word, large_size_word(page, p), sizeof word);
     limit = page->block_size - TES_LARGE_PADDING;
     tag = TES_FREED_TAG;
   } else {
@@ -127,8 +136,7 @@ static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *
     limit = page->block_size - TES_PADDING;
     tag = TES_FREED_TAG32;
   }
-  *requested = word <= limit ? word : 0;
-  return word <= limit ? SIZE_RECORDED : word == tag ? SIZE_FREED_TAG : SIZE_OVERWRITTEN;
+  return judge_word(word, limit, tag, requested);
 }
 
 size_t tes_secure_requested(const tes_page_t *page, const void *p) {
@@ -176,7 +184,21 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
       tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
       return false;
     }
-    tes_secure_check_padding(page, p);
+    /* The tag goes in and the recorded size comes out in one atomic
+     * exchange (the word is 8-byte aligned: block starts and sizes are
+     * multiples of 16), so that of two threads freeing the block at the
+     * same moment, the second finds the tag: a double free. Before, both
+     * could pass while the first had not yet cleared in_use, and the
+     * segment was freed twice (eighteenth session; one locked instruction
+     * a large free, which takes large_lock anyway). */
+    size_t requested;
+    size_word_t state = judge_word(__atomic_exchange_n(large_size_word(page, p), TES_FREED_TAG, __ATOMIC_RELAXED),
+                                   page->block_size - TES_LARGE_PADDING, TES_FREED_TAG, &requested);
+    if (state == SIZE_FREED_TAG) {
+      tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
+      return false;
+    }
+    check_canary(page, p, state, requested); /* an overflow is reported; the block is still freed */
     return true;
   }
   return tes_secure_free_quick_any_thread(page, p) || tes_secure_free_verdict(page, p);
