@@ -903,6 +903,11 @@ void tes_heap_process_delayed(tes_heap_t *heap) {
     tes_segment_t *seg = tes_segment_of(block);
     tes_page_t *page = tes_page_of(seg, block);
 #if TES_SECURE
+    /* Freed by the owner too at the same moment (tes_secure_remote_block_ok
+     * reports it): the owner's free counted it and put it on the page's
+     * local list, over its link here, so the list ends at it; the blocks
+     * after it are lost, never handed out twice. */
+    if (tes_unlikely(!tes_secure_remote_block_ok(page, block, false))) break;
     if (tes_unlikely(!delayed_link_ok(heap, block, next))) {
       tes_report_error(TES_ERR_CORRUPT, block, page); /* the blocks after it are lost, never handed out twice */
       /* A block reached through a link whose own link is bad may be one

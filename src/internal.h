@@ -910,6 +910,18 @@ TES_INLINE bool tes_secure_block_index(const tes_page_t *page, const void *p, si
  * names it a double free; malloc overwrites it. */
 #define TES_FREED_TAG32 UINT32_MAX
 #define TES_FREED_TAG SIZE_MAX
+/* What every other free of a small/medium block writes there: a free from
+ * another thread (the exchange of tes_secure_free_quick_any_thread, or
+ * tes_secure_free_verdict's). The owner's inline free writes
+ * TES_FREED_TAG32 with a plain store after a plain read, so its free and
+ * another thread's at the same moment can both pass; the block is then on
+ * the remote stack (or the delayed list) and on the page's local list. The
+ * owner takes a remote-freed block only with this tag in its size word
+ * (page.c, heap.c: tes_secure_remote_block_ok): anything else there (the
+ * owner's tag, or a size: handed out again from the local list) is that
+ * double free, reported, and the block is left where the owner's free put
+ * it (eighteenth session). Both tags fail every size test. */
+#define TES_FREED_TAG32_REMOTE (UINT32_MAX - 1)
 
 /* Medium blocks' size words: one 32-bit slot per 8 KiB of the segment
  * (a medium block is larger than that, so no two block starts share a
@@ -1024,10 +1036,10 @@ TES_INLINE bool tes_secure_free_quick_any_thread(const tes_page_t *page, void *p
   size_t index;
   if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= tes_page_capacity_any_thread(page)) return false;
   uint32_t *size_word = tes_secure_size_word(page, p);
-  uint32_t requested = __atomic_exchange_n(size_word, TES_FREED_TAG32, __ATOMIC_RELAXED);
+  uint32_t requested = __atomic_exchange_n(size_word, TES_FREED_TAG32_REMOTE, __ATOMIC_RELAXED);
   if (tes_likely((size_t)requested + TES_PADDING <= page->block_size && tes_secure_canary_ok(page, p, requested)))
     return true;
-  if (requested != TES_FREED_TAG32) __atomic_store_n(size_word, requested, __ATOMIC_RELAXED);
+  if (requested != TES_FREED_TAG32_REMOTE) __atomic_store_n(size_word, requested, __ATOMIC_RELAXED);
   return false;
 }
 
@@ -1035,6 +1047,20 @@ TES_INLINE bool tes_secure_free_quick_any_thread(const tes_page_t *page, void *p
  * be freed (invalid or double free); an overflow is reported and the block
  * is still freed (true). Tags the block when it is to be freed. */
 bool tes_secure_free_verdict(const tes_page_t *page, void *p);
+/* A block taken from the page's remote stack or its heap's delayed list
+ * (owner only): true when its size word holds TES_FREED_TAG32_REMOTE; else
+ * the owner freed it too at the same moment (reported here, a double free):
+ * the caller must not free it again. Inline: a call a block was 14 of the
+ * walk's instructions. */
+TES_INLINE bool tes_secure_remote_block_ok(const tes_page_t *page, const tes_block_t *b, bool small) {
+  /* A plain read: the freer's exchange is ordered before by the acquire
+   * that took the list, and the owner's own tag by program order. */
+  uint32_t word;
+  memcpy(&word, tes_secure_size_word_in(page, b, small), sizeof word);
+  if (tes_likely(word == TES_FREED_TAG32_REMOTE)) return true;
+  tes_report_double_free(page, b);
+  return false;
+}
 /* Owner's free that failed tes_secure_free_quick: judge, then free. p
  * first, as free holds it: the fast path moves nothing for the tail call. */
 void tes_secure_free_local(void *p, tes_page_t *page);

@@ -108,6 +108,36 @@ size_t tes_page_collect(tes_page_t *page) {
 #endif
 }
 
+#if TES_SECURE
+/* The remote stack just taken, `*count` blocks: every block must carry the
+ * remote freer's tag (tes_secure_remote_block_ok). At one the owner freed
+ * too at the same moment (reported there) the list ends: that block is on
+ * the local list already, or handed out again from it, and its link is the
+ * owner's or the program's now, so the blocks after it are lost, never
+ * handed out twice; it leaves the count. At most *count steps (a block
+ * pushed twice makes a cycle); a link found overwritten cuts the list too
+ * (tes_block_next_checked, reported by tes_page_collect). *tail: the
+ * list's last block, or NULL. One load of each block's size word: the
+ * owner now walks the stack it used to splice whole (RELIABILITY.md,
+ * eighteenth session, for the cost). */
+static tes_block_t *remote_list_checked(tes_page_t *page, tes_block_t *list, size_t *count, tes_block_t **tail) {
+  tes_block_t *prev = NULL, *b = list;
+  bool small = page->block_size <= TES_SMALL_BLOCK_MAX;
+  for (size_t n = 0, limit = *count; b != NULL && n < limit; n++) {
+    if (tes_unlikely(!tes_secure_remote_block_ok(page, b, small))) {
+      (*count)--;
+      if (prev == NULL) list = NULL;
+      break;
+    }
+    prev = b;
+    b = tes_block_next_checked(page, b);
+  }
+  if (prev != NULL && b != NULL) tes_block_set_next(page, prev, NULL);
+  *tail = prev;
+  return list;
+}
+#endif
+
 static size_t page_collect(tes_page_t *page) {
   size_t remote = 0;
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
@@ -117,6 +147,10 @@ static size_t page_collect(tes_page_t *page) {
     }
     tes_block_t *list = tes_tf_list(tf);
     remote = tes_tf_count(tf);
+#if TES_SECURE
+    tes_block_t *tail;
+    list = remote_list_checked(page, list, &remote, &tail);
+#endif
     page->used -= (uint32_t)remote;
     page->remote_collected += remote;
     /* Splice without walking the remote list (its blocks are in the freeing
@@ -133,11 +167,18 @@ static size_t page_collect(tes_page_t *page) {
       page->local_free = list;
       return remote;
     } else {
+#if TES_SECURE
+      if (tail != NULL) { /* the walk above found it */
+        tes_block_set_next(page, tail, page->local_free);
+        page->local_free = list;
+      }
+#else
       tes_block_t *tail = list;
       for (tes_block_t *n; (n = tes_block_next_checked(page, tail)) != NULL; tail = n) {
       }
       tes_block_set_next(page, tail, page->local_free);
       page->local_free = list;
+#endif
     }
   }
   tes_page_free_from_local(page); /* every carved block that is not live is now on local_free */

@@ -78,7 +78,8 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
     return false;
   }
   check_canary(page, p, state, requested); /* an overflow is reported; the block is still freed */
-  if (!__atomic_compare_exchange_n(size_word, &seen, TES_FREED_TAG32, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  if (!__atomic_compare_exchange_n(size_word, &seen, TES_FREED_TAG32_REMOTE, false, __ATOMIC_RELAXED,
+                                   __ATOMIC_RELAXED)) {
     tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
     return false;
   }
@@ -134,7 +135,7 @@ static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *
     memcpy(&word32, tes_secure_size_word(page, p), sizeof word32);
     word = word32;
     limit = page->block_size - TES_PADDING;
-    tag = TES_FREED_TAG32;
+    tag = word == TES_FREED_TAG32_REMOTE ? TES_FREED_TAG32_REMOTE : TES_FREED_TAG32;
   }
   return judge_word(word, limit, tag, requested);
 }

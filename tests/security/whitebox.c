@@ -22,9 +22,21 @@
  * freed the segment (tes_large_free) when the second frees the block. The
  * second free must be reported as a double free and not free anything:
  * before, it passed (the block still in use) and freed the segment, and
- * the first freed it again (two mallocs then got the same block). */
+ * the first freed it again (two mallocs then got the same block).
+ *
+ * owner_remote_race, owner_remote_race_delayed: the owner's inline free of
+ * a small block and another thread's free of it at the same moment, the
+ * owner's read of the block's size word first, then the other thread's
+ * whole free (onto the page's remote stack; _delayed: a block of a full
+ * page, onto the heap's delayed list), then the owner's tag and push. Both
+ * frees passed their checks; the owner's push wrote over the block's remote
+ * link, which was then reported as a corrupted free list, and with
+ * TESSERA_ABORT_ON_ERROR=0 the block was handed out twice. The owner must
+ * report the double free (one line) when it takes the remote free, and
+ * never hand the block out twice. */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,9 +91,52 @@ static int large_free_race(void) {
   return 0;
 }
 
+static void *free_in_thread(void *p) {
+  free(p);
+  return NULL;
+}
+
+static int owner_remote_race(size_t size, int count, int victim) {
+  enum { MAX = 2000 };
+  static char *blocks[MAX];
+  for (int i = 0; i < count; i++) {
+    blocks[i] = malloc(size);
+    if (blocks[i] == NULL) return 2;
+  }
+  char *x = blocks[victim];
+  tes_page_t *page = tes_page_of(tes_segment_of(x), x);
+  uint32_t *word = tes_secure_size_word(page, x);
+  uint32_t seen = *word; /* the owner's free reads the size word, */
+  pthread_t t;           /* another thread frees the block meanwhile, */
+  if (pthread_create(&t, NULL, free_in_thread, x) != 0 || pthread_join(t, NULL) != 0) return 6;
+  *word = seen;          /* (as the owner read it before) */
+  free(x);               /* and the owner's free goes on */
+  /* The owner's next mallocs of the class take the remote free. */
+  static char *again[MAX];
+  int hits = 0;
+  for (int i = 0; i < MAX; i++) {
+    again[i] = malloc(size);
+    if (again[i] == NULL) return 2;
+    memset(again[i], i & 0xff, size);
+    hits += again[i] == x;
+  }
+  for (int i = 0; i < MAX; i++)
+    for (size_t j = 0; j < size; j++)
+      if ((unsigned char)again[i][j] != (unsigned char)(i & 0xff)) {
+        printf("block %d of %zu bytes overwritten: a block was handed out twice (%d times the one freed twice)\n", i,
+               size, hits);
+        return 1;
+      }
+  printf("the block freed by both at once was handed out %d time(s), never twice\n", hits);
+  return hits <= 1 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "owner_remote_race") == 0) return owner_remote_race(48, 64, 10);
+  /* 3,000 B: pages of 21 blocks, the first one full after 200 (bugs.c). */
+  if (argc == 2 && strcmp(argv[1], "owner_remote_race_delayed") == 0) return owner_remote_race(3000, 200, 5);
   if (argc == 2 && strcmp(argv[1], "free_count_interior_link") == 0) return free_count_interior_link();
   if (argc == 2 && strcmp(argv[1], "large_free_race") == 0) return large_free_race();
-  fprintf(stderr, "usage: %s free_count_interior_link|large_free_race\n", argv[0]);
+  fprintf(stderr, "usage: %s free_count_interior_link|large_free_race|owner_remote_race[_delayed]\n", argv[0]);
   return 2;
 }
