@@ -20,7 +20,10 @@
  *    last are refused by the slice table / segment map, the others by a
  *    one-multiply block test); it must not have been freed already ("double
  *    free": free writes a tag into the block's size word, which no live
- *    block has; blocks found on a free list count too; a large block,
+ *    block has (the owner's inline free one tag, every other free another,
+ *    which the owner finds on every block it takes from a remote stack or
+ *    its delayed list: tes_secure_remote_block_ok); blocks found on a free
+ *    list count too; a large block,
  *    whose segment left the segment map at its first free, is found in
  *    large.c's ring of recent large frees, consulted only when nobody owns
  *    the pointer: tes_report_unowned); the canary right
@@ -181,8 +184,12 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
     return false;
   }
   if (seg->kind == TES_SEG_LARGE) {
-    if ((uint8_t *)p != page->area || !page->in_use) {
+    if ((uint8_t *)p != page->area) {
       tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
+      return false;
+    }
+    if (!page->in_use) { /* freed since tes_owned_segment looked: by another thread, at the same moment */
+      tes_report_unowned(p); /* in the ring of large frees (written before in_use cleared): a double free */
       return false;
     }
     /* The tag goes in and the recorded size comes out in one atomic
