@@ -566,21 +566,13 @@ TES_INLINE uintptr_t tes_keyed_encode(const uintptr_t keys[2], uintptr_t next) {
   return next;
 #endif
 }
+/* keys: a page's, a heap's (both builds have the fields; only the
+ * hardened build reads them). */
 TES_INLINE uintptr_t tes_link_decode(const tes_page_t *page, uintptr_t stored) {
-#if TES_SECURE
   return tes_keyed_decode(page->keys, stored);
-#else
-  (void)page;
-  return stored;
-#endif
 }
 TES_INLINE uintptr_t tes_link_encode(const tes_page_t *page, uintptr_t next) {
-#if TES_SECURE
   return tes_keyed_encode(page->keys, next);
-#else
-  (void)page;
-  return next;
-#endif
 }
 /* A heap's delayed list (remote frees into its full pages, free.c) mixes
  * pages, so its links cannot use a page's keys: in the hardened build they
@@ -592,20 +584,10 @@ TES_INLINE uintptr_t tes_link_encode(const tes_page_t *page, uintptr_t next) {
  * the owner's behalf). Walkers of the list (stats.c, heap_api.c) decode
  * with the same heap's keys. Identity in the default build. */
 TES_INLINE tes_block_t *tes_delayed_decode(const tes_heap_t *heap, const tes_block_t *stored) {
-#if TES_SECURE
   return (tes_block_t *)tes_keyed_decode(heap->keys, (uintptr_t)stored);
-#else
-  (void)heap;
-  return (tes_block_t *)stored;
-#endif
 }
 TES_INLINE tes_block_t *tes_delayed_encode(const tes_heap_t *heap, const tes_block_t *next) {
-#if TES_SECURE
   return (tes_block_t *)tes_keyed_encode(heap->keys, (uintptr_t)next);
-#else
-  (void)heap;
-  return (tes_block_t *)next;
-#endif
 }
 TES_INLINE tes_block_t *tes_block_next(const tes_page_t *page, const tes_block_t *b) {
   return (tes_block_t *)tes_link_decode(page, (uintptr_t)b->next);

@@ -67,15 +67,24 @@ static int free_count_interior_link(void) {
   return 0;
 }
 
-static int large_free_race(void) {
-  enum { SIZE = 200000 };
-  char *p = malloc(SIZE);
-  if (p == NULL) return 2;
-  tes_segment_t *seg = tes_owned_segment(p, false);
+enum { LARGE_SIZE = 200000 };
+
+/* A large block and its segment; NULL (after saying why) if set-up failed. */
+static tes_segment_t *large_block(char **p) {
+  *p = malloc(LARGE_SIZE);
+  tes_segment_t *seg = *p != NULL ? tes_owned_segment(*p, false) : NULL;
   if (seg == NULL || seg->kind != TES_SEG_LARGE) {
     printf("set-up failed: not a large block\n");
-    return 5;
+    return NULL;
   }
+  return seg;
+}
+
+static int large_free_race(void) {
+  enum { SIZE = LARGE_SIZE };
+  char *p;
+  tes_segment_t *seg = large_block(&p);
+  if (seg == NULL) return 5;
   if (!tes_secure_check_free(seg, &seg->pages[0], p)) { /* the first free, checked, not yet carried out */
     printf("the first free was refused\n");
     return 1;
@@ -97,14 +106,9 @@ static int large_free_race(void) {
 }
 
 static int large_free_race_late(void) {
-  enum { SIZE = 200000 };
-  char *p = malloc(SIZE);
-  if (p == NULL) return 2;
-  tes_segment_t *seg = tes_owned_segment(p, false); /* the second free's first look: in use */
-  if (seg == NULL || seg->kind != TES_SEG_LARGE) {
-    printf("set-up failed: not a large block\n");
-    return 5;
-  }
+  char *p;
+  tes_segment_t *seg = large_block(&p); /* the second free's first look (tes_owned_segment): in use */
+  if (seg == NULL) return 5;
   free(p); /* the first free, whole (the segment goes to the cache, mapped) */
   if (tes_secure_check_free(seg, &seg->pages[0], p)) { /* the second goes on */
     printf("the second free of the large block passed\n");
