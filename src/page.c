@@ -132,7 +132,10 @@ static tes_block_t *remote_list_checked(tes_page_t *page, tes_block_t *list, siz
     prev = b;
     b = tes_block_next_checked(page, b);
   }
-  if (prev != NULL && b != NULL) tes_block_set_next(page, prev, NULL);
+  /* The end, written always: after a cut (a bad block, a link found
+   * overwritten, the count reached) the tail's link must not lead on, or
+   * the pop that reaches it reports the same link again. */
+  if (prev != NULL) tes_block_set_next(page, prev, NULL);
   *tail = prev;
   return list;
 }

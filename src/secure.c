@@ -115,8 +115,8 @@ void tes_secure_rearm(void *p, size_t requested) {
   tes_secure_set_padding(seg->kind == TES_SEG_LARGE ? &seg->pages[0] : tes_page_of(seg, p), p, requested);
 }
 
-/* The requested size the block's size word records (0 unless
- * SIZE_RECORDED), in the page's layout. */
+/* A size word's value judged against the layout's limit and freed tag
+ * (*requested: 0 unless SIZE_RECORDED). */
 static size_word_t judge_word(size_t word, size_t limit, size_t tag, size_t *requested) {
   *requested = word <= limit ? word : 0;
   return word <= limit ? SIZE_RECORDED : word == tag ? SIZE_FREED_TAG : SIZE_OVERWRITTEN;
@@ -127,6 +127,8 @@ static size_t *large_size_word(const tes_page_t *page, const void *p) {
   return (size_t *)((uintptr_t)p + page->block_size - sizeof(size_t));
 }
 
+/* The requested size the block's size word records (0 unless
+ * SIZE_RECORDED), in the page's layout. */
 static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *requested) {
   size_t word, limit, tag;
   if (page_is_large(page)) {
