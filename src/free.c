@@ -92,7 +92,7 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
   tes_block_t *head = atomic_load_explicit(&heap->delayed_free, memory_order_relaxed);
   do {
-    block->next = head;
+    block->next = tes_delayed_encode(heap, head);
   } while (!atomic_compare_exchange_weak_explicit(&heap->delayed_free, &head, block, memory_order_release,
                                                   memory_order_relaxed));
   tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);

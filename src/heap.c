@@ -189,7 +189,8 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
   heap->thread_default = thread_default ? thread_default : heap;
   atomic_store_explicit(&heap->purge_due, INT64_MAX, memory_order_relaxed);
   atomic_store_explicit(&heap->kept_purge_due, INT64_MAX, memory_order_relaxed);
-  heap->key = (uintptr_t)tes_random_next();
+  heap->keys[0] = (uintptr_t)tes_random_next(); /* the delayed list is empty here (tes_delayed_encode) */
+  heap->keys[1] = (uintptr_t)tes_random_next();
   heap->random = tes_random_next() | 1;
   tes_lock(&heaps_lock);
   heap->all_prev = NULL;
@@ -880,12 +881,13 @@ void tes_heap_page_unfull(tes_heap_t *heap, tes_page_t *page) {
 }
 
 #if TES_SECURE
-/* A delayed-list link is a plain pointer (remote freers push with a CAS on
- * the heap's list, across pages): one the program wrote over after the
- * block's free must end the list, reported, as a page's encoded links do
- * (tes_block_next_checked), not send the owner to a wild address (SIGSEGV
- * on its next slow path). A link passes when it is a carved block start of
- * a page in use of this heap. */
+/* A delayed-list link, decoded with the heap's keys (remote freers push
+ * with a CAS on the heap's list, across pages): one the program wrote over
+ * after the block's free decodes to a wild address and must end the list,
+ * reported, as a page's links do (tes_block_next_checked), not send the
+ * owner there (SIGSEGV on its next slow path). A link passes when it is a
+ * carved block start of a page in use of this heap (a forged one needs
+ * both keys, and then still has to pass this). */
 static bool delayed_link_ok(const tes_heap_t *heap, const tes_block_t *block, const tes_block_t *next) {
   if (next == NULL) return true;
   if (next == block || !tes_maybe_small_block(next)) return false; /* a self-link (node->next = node) is a cycle */
@@ -902,10 +904,15 @@ void tes_heap_process_delayed(tes_heap_t *heap) {
   bool linked = false; /* block was reached through a link, not the list's head */
 #endif
   while (block != NULL) {
-    tes_block_t *next = block->next;
+    tes_block_t *next = tes_delayed_decode(heap, block->next);
     tes_segment_t *seg = tes_segment_of(block);
     tes_page_t *page = tes_page_of(seg, block);
 #if TES_SECURE
+    /* Freed by the owner too at the same moment (tes_secure_remote_block_ok
+     * reports it): the owner's free counted it and put it on the page's
+     * local list, over its link here, so the list ends at it; the blocks
+     * after it are lost, never handed out twice. */
+    if (tes_unlikely(!tes_secure_remote_block_ok(page, block, false))) break;
     if (tes_unlikely(!delayed_link_ok(heap, block, next))) {
       tes_report_error(TES_ERR_CORRUPT, block, page); /* the blocks after it are lost, never handed out twice */
       /* A block reached through a link whose own link is bad may be one

@@ -136,13 +136,17 @@ TES_RACY_SNAPSHOT static void mark_list(const tes_page_t *page, page_snap_t *sna
   }
 }
 
-/* Mark this page's blocks on a raw-linked list that mixes pages (a bin, a
- * heap's delayed list). A running thread changes such a list under the walk,
- * and a link read from a block it just handed out is the program's data:
- * follow only links tes_maybe_small_block accepts, at most `limit` of them. */
-TES_RACY_SNAPSHOT static void mark_mixed_list(page_snap_t *snap, const tes_block_t *b, size_t limit) {
+/* Mark this page's blocks on a list that mixes pages (a bin, a heap's
+ * delayed list, whose links the heap's `keys` encode in the hardened build,
+ * which has no bins: tes_delayed_encode; raw links otherwise, keys NULL).
+ * A running thread changes such a list under the walk, and a link read from
+ * a block it just handed out is the program's data: follow only links
+ * tes_maybe_small_block accepts, at most `limit` of them. */
+TES_RACY_SNAPSHOT static void mark_mixed_list(page_snap_t *snap, const uintptr_t *keys, const tes_block_t *b,
+                                             size_t limit) {
   const uint8_t *lo = snap->area, *hi = lo + snap->count * snap->block_size;
-  for (size_t n = 0; b != NULL && n < limit && tes_maybe_small_block(b); n++, b = RACY_LOAD(b->next)) {
+  for (size_t n = 0; b != NULL && n < limit && tes_maybe_small_block(b);
+       n++, b = (const tes_block_t *)tes_keyed_decode(keys, (uintptr_t)RACY_LOAD(b->next))) {
     if ((const uint8_t *)b < lo || (const uint8_t *)b >= hi) continue;
     mark_block(snap, (size_t)((const uint8_t *)b - lo) / snap->block_size);
   }
@@ -172,10 +176,11 @@ TES_RACY_SNAPSHOT static bool page_snapshot(const tes_page_t *page, const tes_he
   /* Blocks waiting in the heap's bin (the owner sets it while it hands the
    * page out, under this walk). */
   const tes_bin_t *bin = RACY_LOAD(page->bin);
-  if (bin != NULL) mark_mixed_list(snap, RACY_LOAD(bin->head), RACY_LOAD(bin->limit));
+  if (bin != NULL) mark_mixed_list(snap, NULL, RACY_LOAD(bin->head), RACY_LOAD(bin->limit));
 #endif
   if (snap->heap != NULL)
-    mark_mixed_list(snap, atomic_load_explicit(&snap->heap->delayed_free, memory_order_acquire), TES_DELAYED_WALK_MAX);
+    mark_mixed_list(snap, snap->heap->keys, atomic_load_explicit(&snap->heap->delayed_free, memory_order_acquire),
+                    TES_DELAYED_WALK_MAX);
   return true;
 }
 

@@ -436,7 +436,7 @@ struct tes_heap_s {
   _Atomic bool destroy_requested;       /* first-class heap: that request is a destroy (its blocks are freed) */
   bool is_default;
   bool is_static;
-  uintptr_t key;                        /* secure: per-heap random */
+  uintptr_t keys[2];                    /* secure: delayed-list link keys (random, set once in tes_heap_setup) */
   uint64_t random;                      /* secure: xorshift state */
   tes_counters_t counters;
   tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep, no slow path of the class since (heap.c) */
@@ -565,23 +565,46 @@ static inline uint32_t tes_page_live(const tes_page_t *page) {
  * use-after-free write cannot forge a link without both keys, and the list
  * terminator (NULL) does not reveal a key. Three instructions each way. */
 #define TES_LINK_ROTATE 17
-TES_INLINE uintptr_t tes_link_decode(const tes_page_t *page, uintptr_t stored) {
+TES_INLINE uintptr_t tes_keyed_decode(const uintptr_t keys[2], uintptr_t stored) {
 #if TES_SECURE
-  uintptr_t x = stored - page->keys[0];
-  return ((x >> TES_LINK_ROTATE) | (x << (64 - TES_LINK_ROTATE))) ^ page->keys[1];
+  uintptr_t x = stored - keys[0];
+  return ((x >> TES_LINK_ROTATE) | (x << (64 - TES_LINK_ROTATE))) ^ keys[1];
 #else
-  (void)page;
+  (void)keys;
   return stored;
 #endif
 }
-TES_INLINE uintptr_t tes_link_encode(const tes_page_t *page, uintptr_t next) {
+TES_INLINE uintptr_t tes_keyed_encode(const uintptr_t keys[2], uintptr_t next) {
 #if TES_SECURE
-  uintptr_t x = next ^ page->keys[1];
-  return ((x << TES_LINK_ROTATE) | (x >> (64 - TES_LINK_ROTATE))) + page->keys[0];
+  uintptr_t x = next ^ keys[1];
+  return ((x << TES_LINK_ROTATE) | (x >> (64 - TES_LINK_ROTATE))) + keys[0];
 #else
-  (void)page;
+  (void)keys;
   return next;
 #endif
+}
+/* keys: a page's, a heap's (both builds have the fields; only the
+ * hardened build reads them). */
+TES_INLINE uintptr_t tes_link_decode(const tes_page_t *page, uintptr_t stored) {
+  return tes_keyed_decode(page->keys, stored);
+}
+TES_INLINE uintptr_t tes_link_encode(const tes_page_t *page, uintptr_t next) {
+  return tes_keyed_encode(page->keys, next);
+}
+/* A heap's delayed list (remote frees into its full pages, free.c) mixes
+ * pages, so its links cannot use a page's keys: in the hardened build they
+ * are encoded the same way with the owner heap's two keys, set once when
+ * the heap is set up (the list is empty then) and never changed while it
+ * lives. A write after free cannot forge one without both keys (before,
+ * they were plain pointers, only checked: the address of another carved
+ * block of the heap, a live one too, passed, and that block was freed on
+ * the owner's behalf). Walkers of the list (stats.c, heap_api.c) decode
+ * with the same heap's keys. Identity in the default build. */
+TES_INLINE tes_block_t *tes_delayed_decode(const tes_heap_t *heap, const tes_block_t *stored) {
+  return (tes_block_t *)tes_keyed_decode(heap->keys, (uintptr_t)stored);
+}
+TES_INLINE tes_block_t *tes_delayed_encode(const tes_heap_t *heap, const tes_block_t *next) {
+  return (tes_block_t *)tes_keyed_encode(heap->keys, (uintptr_t)next);
 }
 TES_INLINE tes_block_t *tes_block_next(const tes_page_t *page, const tes_block_t *b) {
   return (tes_block_t *)tes_link_decode(page, (uintptr_t)b->next);
@@ -923,6 +946,18 @@ TES_INLINE bool tes_secure_block_index(const tes_page_t *page, const void *p, si
  * names it a double free; malloc overwrites it. */
 #define TES_FREED_TAG32 UINT32_MAX
 #define TES_FREED_TAG SIZE_MAX
+/* What every other free of a small/medium block writes there: a free from
+ * another thread (the exchange of tes_secure_free_quick_any_thread, or
+ * tes_secure_free_verdict's). The owner's inline free writes
+ * TES_FREED_TAG32 with a plain store after a plain read, so its free and
+ * another thread's at the same moment can both pass; the block is then on
+ * the remote stack (or the delayed list) and on the page's local list. The
+ * owner takes a remote-freed block only with this tag in its size word
+ * (page.c, heap.c: tes_secure_remote_block_ok): anything else there (the
+ * owner's tag, or a size: handed out again from the local list) is that
+ * double free, reported, and the block is left where the owner's free put
+ * it (eighteenth session). Both tags fail every size test. */
+#define TES_FREED_TAG32_REMOTE (UINT32_MAX - 1)
 
 /* Medium blocks' size words: one 32-bit slot per 8 KiB of the segment
  * (a medium block is larger than that, so no two block starts share a
@@ -1037,10 +1072,10 @@ TES_INLINE bool tes_secure_free_quick_any_thread(const tes_page_t *page, void *p
   size_t index;
   if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= tes_page_capacity_any_thread(page)) return false;
   uint32_t *size_word = tes_secure_size_word(page, p);
-  uint32_t requested = __atomic_exchange_n(size_word, TES_FREED_TAG32, __ATOMIC_RELAXED);
+  uint32_t requested = __atomic_exchange_n(size_word, TES_FREED_TAG32_REMOTE, __ATOMIC_RELAXED);
   if (tes_likely((size_t)requested + TES_PADDING <= page->block_size && tes_secure_canary_ok(page, p, requested)))
     return true;
-  if (requested != TES_FREED_TAG32) __atomic_store_n(size_word, requested, __ATOMIC_RELAXED);
+  if (requested != TES_FREED_TAG32_REMOTE) __atomic_store_n(size_word, requested, __ATOMIC_RELAXED);
   return false;
 }
 
@@ -1048,6 +1083,20 @@ TES_INLINE bool tes_secure_free_quick_any_thread(const tes_page_t *page, void *p
  * be freed (invalid or double free); an overflow is reported and the block
  * is still freed (true). Tags the block when it is to be freed. */
 bool tes_secure_free_verdict(const tes_page_t *page, void *p);
+/* A block taken from the page's remote stack or its heap's delayed list
+ * (owner only): true when its size word holds TES_FREED_TAG32_REMOTE; else
+ * the owner freed it too at the same moment (reported here, a double free):
+ * the caller must not free it again. Inline: a call a block was 14 of the
+ * walk's instructions. */
+TES_INLINE bool tes_secure_remote_block_ok(const tes_page_t *page, const tes_block_t *b, bool small) {
+  /* A plain read: the freer's exchange is ordered before by the acquire
+   * that took the list, and the owner's own tag by program order. */
+  uint32_t word;
+  memcpy(&word, tes_secure_size_word_in(page, b, small), sizeof word);
+  if (tes_likely(word == TES_FREED_TAG32_REMOTE)) return true;
+  tes_report_double_free(page, b);
+  return false;
+}
 /* Owner's free that failed tes_secure_free_quick: judge, then free. p
  * first, as free holds it: the fast path moves nothing for the tail call. */
 void tes_secure_free_local(void *p, tes_page_t *page);

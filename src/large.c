@@ -705,11 +705,15 @@ void tes_large_free(tes_segment_t *seg) {
 #if TES_SECURE
   drop_moved_guard(seg);
 #endif
-  page->in_use = 0;
   tes_lock(&large_lock);
+  /* Recorded before in_use clears: a second free of the block that finds
+   * it not in use finds it in the ring (tes_report_unowned reads the ring
+   * under this lock), a double free, not "invalid free" (two threads
+   * freeing the block at once: 2 in 206,000 rounds named it so before). */
+  freed_record_locked(page->area, page->block_size);
+  page->in_use = 0;
   in_use_add_locked(-(int64_t)(page->block_size - TES_LARGE_PADDING), -1);
   list_remove_locked(seg);
-  freed_record_locked(page->area, page->block_size);
   tes_unlock(&large_lock);
   seg->used_pages = 0;
   tes_segment_free(seg);

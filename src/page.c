@@ -108,6 +108,39 @@ size_t tes_page_collect(tes_page_t *page) {
 #endif
 }
 
+#if TES_SECURE
+/* The remote stack just taken, `*count` blocks: every block must carry the
+ * remote freer's tag (tes_secure_remote_block_ok). At one the owner freed
+ * too at the same moment (reported there) the list ends: that block is on
+ * the local list already, or handed out again from it, and its link is the
+ * owner's or the program's now, so the blocks after it are lost, never
+ * handed out twice; it leaves the count. At most *count steps (a block
+ * pushed twice makes a cycle); a link found overwritten cuts the list too
+ * (tes_block_next_checked, reported by tes_page_collect). *tail: the
+ * list's last block, or NULL. One load of each block's size word: the
+ * owner now walks the stack it used to splice whole (RELIABILITY.md,
+ * eighteenth session, for the cost). */
+static tes_block_t *remote_list_checked(tes_page_t *page, tes_block_t *list, size_t *count, tes_block_t **tail) {
+  tes_block_t *prev = NULL, *b = list;
+  bool small = page->block_size <= TES_SMALL_BLOCK_MAX;
+  for (size_t n = 0, limit = *count; b != NULL && n < limit; n++) {
+    if (tes_unlikely(!tes_secure_remote_block_ok(page, b, small))) {
+      (*count)--;
+      if (prev == NULL) list = NULL;
+      break;
+    }
+    prev = b;
+    b = tes_block_next_checked(page, b);
+  }
+  /* The end, written always: after a cut (a bad block, a link found
+   * overwritten, the count reached) the tail's link must not lead on, or
+   * the pop that reaches it reports the same link again. */
+  if (prev != NULL) tes_block_set_next(page, prev, NULL);
+  *tail = prev;
+  return list;
+}
+#endif
+
 static size_t page_collect(tes_page_t *page) {
   size_t remote = 0;
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
@@ -117,6 +150,10 @@ static size_t page_collect(tes_page_t *page) {
     }
     tes_block_t *list = tes_tf_list(tf);
     remote = tes_tf_count(tf);
+#if TES_SECURE
+    tes_block_t *tail;
+    list = remote_list_checked(page, list, &remote, &tail);
+#endif
     page->used -= (uint32_t)remote;
     page->remote_collected += remote;
     /* Splice without walking the remote list (its blocks are in the freeing
@@ -143,11 +180,18 @@ static size_t page_collect(tes_page_t *page) {
       page->local_free = list;
       return remote;
     } else {
+#if TES_SECURE
+      if (tail != NULL) { /* the walk above found it */
+        tes_block_set_next(page, tail, page->local_free);
+        page->local_free = list;
+      }
+#else
       tes_block_t *tail = list;
       for (tes_block_t *n; (n = tes_block_next_checked(page, tail)) != NULL; tail = n) {
       }
       tes_block_set_next(page, tail, page->local_free);
       page->local_free = list;
+#endif
     }
   }
   tes_page_free_from_local(page); /* every carved block that is not live is now on local_free */
@@ -173,13 +217,19 @@ size_t tes_page_free_count(const tes_page_t *page) {
   /* A link overwritten after its block's free (a write after free, which a
    * pop would report: tes_block_next_checked) ends the count, reported:
    * followed, it decoded to a wild address, and the fold of a retiring page
-   * (malloc_trim, thread exit, kept pages retiring) died of SIGSEGV. At
-   * most `capacity` blocks (a cycle). */
-  const uint8_t *lo = page->area, *hi = page->area + (size_t)page->capacity * page->block_size;
+   * (malloc_trim, thread exit, kept pages retiring) died of SIGSEGV. A link
+   * must be a carved block start (the one-multiply block test, exact for
+   * any address: an index below capacity means an offset below the page's
+   * size; before, any address among the carved blocks passed and the count
+   * went on from data inside a block). At most `capacity` blocks (a cycle).
+   * The multiply is not on the walk's critical path (the next load depends
+   * on the link, not on the test); no multiply-free test exists for block
+   * sizes that are not powers of two. */
   for (const tes_block_t *b = page->free, *next; b != NULL; b = next) {
     n++;
     next = tes_block_next(page, b);
-    if (next != NULL && ((const uint8_t *)next < lo || (const uint8_t *)next >= hi || n >= page->capacity)) {
+    size_t index;
+    if (next != NULL && (!tes_secure_block_index(page, next, &index) || index >= page->capacity || n >= page->capacity)) {
       tes_report_error(TES_ERR_CORRUPT, b, page);
       break;
     }

@@ -23,7 +23,10 @@
  *    last are refused by the slice table / segment map, the others by a
  *    one-multiply block test); it must not have been freed already ("double
  *    free": free writes a tag into the block's size word, which no live
- *    block has; blocks found on a free list count too; a large block,
+ *    block has (the owner's inline free one tag, every other free another,
+ *    which the owner finds on every block it takes from a remote stack or
+ *    its delayed list: tes_secure_remote_block_ok); blocks found on a free
+ *    list count too; a large block,
  *    whose segment left the segment map at its first free, is found in
  *    large.c's ring of recent large frees, consulted only when nobody owns
  *    the pointer: tes_report_unowned); the canary right
@@ -81,7 +84,8 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
     return false;
   }
   check_canary(page, p, state, requested); /* an overflow is reported; the block is still freed */
-  if (!__atomic_compare_exchange_n(size_word, &seen, TES_FREED_TAG32, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  if (!__atomic_compare_exchange_n(size_word, &seen, TES_FREED_TAG32_REMOTE, false, __ATOMIC_RELAXED,
+                                   __ATOMIC_RELAXED)) {
     tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
     return false;
   }
@@ -114,13 +118,24 @@ void tes_secure_rearm(void *p, size_t requested) {
   tes_secure_set_padding(seg->kind == TES_SEG_LARGE ? &seg->pages[0] : tes_page_of(seg, p), p, requested);
 }
 
+/* A size word's value judged against the layout's limit and freed tag
+ * (*requested: 0 unless SIZE_RECORDED). */
+static size_word_t judge_word(size_t word, size_t limit, size_t tag, size_t *requested) {
+  *requested = word <= limit ? word : 0;
+  return word <= limit ? SIZE_RECORDED : word == tag ? SIZE_FREED_TAG : SIZE_OVERWRITTEN;
+}
+
+/* A large block's size word: the last 8 bytes of the block. */
+static size_t *large_size_word(const tes_page_t *page, const void *p) {
+  return (size_t *)((uintptr_t)p + page->block_size - sizeof(size_t));
+}
+
 /* The requested size the block's size word records (0 unless
  * SIZE_RECORDED), in the page's layout. */
 static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *requested) {
-  const uint8_t *end = (const uint8_t *)p + page->block_size;
   size_t word, limit, tag;
   if (page_is_large(page)) {
-    memcpy(&word, end - sizeof word, sizeof word);
+    memcpy(&word, large_size_word(page, p), sizeof word);
     limit = page->block_size - TES_LARGE_PADDING;
     tag = TES_FREED_TAG;
   } else {
@@ -128,10 +143,9 @@ static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *
     memcpy(&word32, tes_secure_size_word(page, p), sizeof word32);
     word = word32;
     limit = page->block_size - TES_PADDING;
-    tag = TES_FREED_TAG32;
+    tag = word == TES_FREED_TAG32_REMOTE ? TES_FREED_TAG32_REMOTE : TES_FREED_TAG32;
   }
-  *requested = word <= limit ? word : 0;
-  return word <= limit ? SIZE_RECORDED : word == tag ? SIZE_FREED_TAG : SIZE_OVERWRITTEN;
+  return judge_word(word, limit, tag, requested);
 }
 
 size_t tes_secure_requested(const tes_page_t *page, const void *p) {
@@ -175,11 +189,29 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
     return false;
   }
   if (seg->kind == TES_SEG_LARGE) {
-    if ((uint8_t *)p != page->area || !page->in_use) {
+    if ((uint8_t *)p != page->area) {
       tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
       return false;
     }
-    tes_secure_check_padding(page, p);
+    if (!page->in_use) { /* freed since tes_owned_segment looked: by another thread, at the same moment */
+      tes_report_unowned(p); /* in the ring of large frees (written before in_use cleared): a double free */
+      return false;
+    }
+    /* The tag goes in and the recorded size comes out in one atomic
+     * exchange (the word is 8-byte aligned: block starts and sizes are
+     * multiples of 16), so that of two threads freeing the block at the
+     * same moment, the second finds the tag: a double free. Before, both
+     * could pass while the first had not yet cleared in_use, and the
+     * segment was freed twice (eighteenth session; one locked instruction
+     * a large free, which takes large_lock anyway). */
+    size_t requested;
+    size_word_t state = judge_word(__atomic_exchange_n(large_size_word(page, p), TES_FREED_TAG, __ATOMIC_RELAXED),
+                                   page->block_size - TES_LARGE_PADDING, TES_FREED_TAG, &requested);
+    if (state == SIZE_FREED_TAG) {
+      tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
+      return false;
+    }
+    check_canary(page, p, state, requested); /* an overflow is reported; the block is still freed */
     return true;
   }
   return tes_secure_free_quick_any_thread(page, p) || tes_secure_free_verdict(page, p);

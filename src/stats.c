@@ -134,9 +134,11 @@ static void compute(tes_stats_t *out) {
     add_counters(&total, &h->counters);
     /* Blocks other threads freed into the heap's full pages, waiting on its
      * delayed list for the owner's next slow path: freed, though their pages
-     * still count them (the links: see tes_maybe_small_block). */
+     * still count them (the links: see tes_maybe_small_block and
+     * tes_delayed_decode). */
     const tes_block_t *b = atomic_load_explicit(&h->delayed_free, memory_order_acquire);
-    for (size_t n = 0; b != NULL && n < TES_DELAYED_WALK_MAX && tes_maybe_small_block(b); n++, b = b->next) {
+    for (size_t n = 0; b != NULL && n < TES_DELAYED_WALK_MAX && tes_maybe_small_block(b);
+         n++, b = tes_delayed_decode(h, b->next)) {
       const tes_page_t *page = tes_page_of(tes_segment_of(b), b);
       if (!page->in_use || page->class_index >= TES_CLASS_COUNT) continue;
       out->class_live_blocks[page->class_index]--;

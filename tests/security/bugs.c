@@ -672,6 +672,39 @@ static int scenario(const char *name) {
     if (delayed_class_intact(3000) != 0) return 1;
     printf("400 distinct blocks of the class after the write\n");
     return keep_working();
+  } else if (strcmp(name, "use_after_free_link_delayed_live") == 0) {
+    /* As _self, the link written over with the address of a live block
+     * of the same heap (blocks[50], in another full page): a plain link
+     * passed the owner walk's check (a carved block start of a page in
+     * use of this heap), and the walk freed that block on the owner's
+     * behalf (its own first word, the program's NULL, ended the list):
+     * the next mallocs handed it out while the program still held it,
+     * with no report. Encoded with the heap's keys, the written address decodes
+     * to a wild one: reported, the list cut there. */
+    enum { N = 200 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) blocks[i] = malloc(3000);
+    char *live = blocks[50];
+    memset(live, 0x5a, 3000);
+    memset(live, 0, 8); /* its first word: the program's data, a NULL link (as in a list node) */
+    char *args[3] = {blocks[0], NULL, live};
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_then_link, args) != 0 || pthread_join(t, NULL) != 0) return 6;
+    for (int i = 0; i < 1000; i++) {
+      char *p = malloc(3000);
+      if (p == live) {
+        printf("malloc %d handed out a live block (%p)\n", i, (void *)live);
+        return 1;
+      }
+      memset(p, 0x11, 3000);
+    }
+    for (int j = 0; j < 3000; j++)
+      if ((unsigned char)live[j] != (j < 8 ? 0 : 0x5a)) {
+        printf("the live block was overwritten at byte %d\n", j);
+        return 1;
+      }
+    printf("1000 mallocs after the write, the live block kept\n");
+    return keep_working();
   } else if (strcmp(name, "use_after_free_link_at_exit") == 0) {
     /* The write after free is found when the owner's exit collects the
      * page's remote stack, right before the page (all its blocks free) is

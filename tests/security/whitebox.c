@@ -1,0 +1,170 @@
+/* whitebox.c — white-box tests of the hardened build, linked with the
+ * hardened static library (tessera_fault_secure; no fault is armed) and
+ * its internal header: interleavings and states a program cannot reach
+ * through malloc and free alone, or only by chance.
+ *
+ *   security_whitebox SCENARIO
+ *
+ * Run with TESSERA_ABORT_ON_ERROR=0; the runner checks the report line and
+ * the verdict on stdout.
+ *
+ * free_count_interior_link: a page's free list whose first block's link
+ * (encoded with the page's keys, as only the allocator or someone holding
+ * them can write it) points inside a free block, 16 bytes past its start,
+ * where a valid encoded NULL waits. Before, the fold's walk
+ * (tes_page_free_count) checked only that a link stayed among the page's
+ * carved blocks, counted the interior address as a block and ended there
+ * (count 2, no report). Now a link must be a block start: the count stops
+ * at the first block, reported as a corrupted free list.
+ *
+ * large_free_race: two threads free one large block at the same moment;
+ * the first has passed its checks (tes_secure_check_free) and not yet
+ * freed the segment (tes_large_free) when the second frees the block. The
+ * second free must be reported as a double free and not free anything:
+ * before, it passed (the block still in use) and freed the segment, and
+ * the first freed it again (two mallocs then got the same block).
+ * large_free_race_late: the second free found the block in use
+ * (tes_owned_segment), then the first free ran to its end, then the second
+ * went on (tes_secure_check_free): it must say double free; it said
+ * "invalid free ... (not a block allocated by tessera)" (2 rounds in
+ * 131,000 of two threads racing, before).
+ *
+ * owner_remote_race, owner_remote_race_delayed: the owner's inline free of
+ * a small block and another thread's free of it at the same moment, the
+ * owner's read of the block's size word first, then the other thread's
+ * whole free (onto the page's remote stack; _delayed: a block of a full
+ * page, onto the heap's delayed list), then the owner's tag and push. Both
+ * frees passed their checks; the owner's push wrote over the block's remote
+ * link, which was then reported as a corrupted free list, and with
+ * TESSERA_ABORT_ON_ERROR=0 the block was handed out twice. The owner must
+ * report the double free (one line) when it takes the remote free, and
+ * never hand the block out twice. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int free_count_interior_link(void) {
+  void *first = malloc(1000); /* class 1,024 in the hardened build: a carve of 8 blocks, 7 left on `free` */
+  if (first == NULL) return 2;
+  tes_page_t *page = tes_page_of(tes_segment_of(first), first);
+  tes_block_t *b = page->free;
+  if (b == NULL || tes_block_next(page, b) == NULL) {
+    printf("set-up failed: fewer than two blocks on the page's free list\n");
+    return 5;
+  }
+  tes_block_t *interior = (tes_block_t *)((uint8_t *)b + 16);
+  tes_block_set_next(page, interior, NULL);
+  tes_block_set_next(page, b, interior);
+  size_t n = tes_page_free_count(page);
+  if (n != 1) {
+    printf("the walk counted %zu blocks past a link into a block's inside (1 expected)\n", n);
+    return 1;
+  }
+  printf("the walk stopped at the link into a block's inside\n");
+  return 0;
+}
+
+enum { LARGE_SIZE = 200000 };
+
+/* A large block and its segment; NULL (after saying why) if set-up failed. */
+static tes_segment_t *large_block(char **p) {
+  *p = malloc(LARGE_SIZE);
+  tes_segment_t *seg = *p != NULL ? tes_owned_segment(*p, false) : NULL;
+  if (seg == NULL || seg->kind != TES_SEG_LARGE) {
+    printf("set-up failed: not a large block\n");
+    return NULL;
+  }
+  return seg;
+}
+
+static int large_free_race(void) {
+  enum { SIZE = LARGE_SIZE };
+  char *p;
+  tes_segment_t *seg = large_block(&p);
+  if (seg == NULL) return 5;
+  if (!tes_secure_check_free(seg, &seg->pages[0], p)) { /* the first free, checked, not yet carried out */
+    printf("the first free was refused\n");
+    return 1;
+  }
+  free(p); /* the second, meanwhile: to be reported, nothing freed */
+  tes_large_free(seg); /* the first goes on */
+  char *a = malloc(SIZE), *b = malloc(SIZE);
+  if (a == NULL || b == NULL) return 2;
+  memset(a, 0xaa, SIZE);
+  memset(b, 0xbb, SIZE);
+  if (a == b || (unsigned char)a[SIZE - 1] != 0xaa) {
+    printf("two mallocs got the same large block (%p, %p): its segment was freed twice\n", (void *)a, (void *)b);
+    return 1;
+  }
+  free(a);
+  free(b);
+  printf("the second free of the large block was refused\n");
+  return 0;
+}
+
+static int large_free_race_late(void) {
+  char *p;
+  tes_segment_t *seg = large_block(&p); /* the second free's first look (tes_owned_segment): in use */
+  if (seg == NULL) return 5;
+  free(p); /* the first free, whole (the segment goes to the cache, mapped) */
+  if (tes_secure_check_free(seg, &seg->pages[0], p)) { /* the second goes on */
+    printf("the second free of the large block passed\n");
+    return 1;
+  }
+  printf("the second free of the large block was refused\n");
+  return 0;
+}
+
+static void *free_in_thread(void *p) {
+  free(p);
+  return NULL;
+}
+
+static int owner_remote_race(size_t size, int count, int victim) {
+  enum { MAX = 2000 };
+  static char *blocks[MAX];
+  for (int i = 0; i < count; i++) {
+    blocks[i] = malloc(size);
+    if (blocks[i] == NULL) return 2;
+  }
+  char *x = blocks[victim];
+  tes_page_t *page = tes_page_of(tes_segment_of(x), x);
+  uint32_t *word = tes_secure_size_word(page, x);
+  uint32_t seen = *word; /* the owner's free reads the size word, */
+  pthread_t t;           /* another thread frees the block meanwhile, */
+  if (pthread_create(&t, NULL, free_in_thread, x) != 0 || pthread_join(t, NULL) != 0) return 6;
+  *word = seen;          /* (as the owner read it before) */
+  free(x);               /* and the owner's free goes on */
+  /* The owner's next mallocs of the class take the remote free. */
+  static char *again[MAX];
+  int hits = 0;
+  for (int i = 0; i < MAX; i++) {
+    again[i] = malloc(size);
+    if (again[i] == NULL) return 2;
+    memset(again[i], i & 0xff, size);
+    hits += again[i] == x;
+  }
+  for (int i = 0; i < MAX; i++)
+    for (size_t j = 0; j < size; j++)
+      if ((unsigned char)again[i][j] != (unsigned char)(i & 0xff)) {
+        printf("block %d of %zu bytes overwritten: a block was handed out twice (%d times the one freed twice)\n", i,
+               size, hits);
+        return 1;
+      }
+  printf("the block freed by both at once was handed out %d time(s), never twice\n", hits);
+  return hits <= 1 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "owner_remote_race") == 0) return owner_remote_race(48, 64, 10);
+  /* 3,000 B: pages of 21 blocks, the first one full after 200 (bugs.c). */
+  if (argc == 2 && strcmp(argv[1], "owner_remote_race_delayed") == 0) return owner_remote_race(3000, 200, 5);
+  if (argc == 2 && strcmp(argv[1], "free_count_interior_link") == 0) return free_count_interior_link();
+  if (argc == 2 && strcmp(argv[1], "large_free_race") == 0) return large_free_race();
+  if (argc == 2 && strcmp(argv[1], "large_free_race_late") == 0) return large_free_race_late();
+  fprintf(stderr, "usage: %s free_count_interior_link|large_free_race[_late]|owner_remote_race[_delayed]\n", argv[0]);
+  return 2;
+}
