@@ -751,7 +751,7 @@ static TES_NOINLINE void heap_deferred_eighth(tes_heap_t *heap) {
   tes_cache_purge(false);
   int64_t now = tes_os_clock_ms();
   sweep_other_heaps(now);
-  if (parked_any()) tes_heap_abandon_parked(now - tes_purge_delay(now));
+  if (parked_any()) tes_heap_abandon_parked(now - tes_purge_delay(now), UINT32_MAX);
   if (now >= heap->queues_sweep_due) {
     int64_t delay = tes_purge_delay(now);
     heap->queues_sweep_due = now + (delay > 0 ? delay : 1);
@@ -940,6 +940,14 @@ static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c, bool adopt, bool *re
    * adopts: the segment still holds the exited thread's live blocks, and
    * tes_heap_destroy of a first-class heap returns its segments whole. */
   *rescan = false;
+  /* A parked heap (tes_heap_park) keeps an exited thread's memory for the
+   * next new thread; a live thread about to map a new segment takes the
+   * oldest first (its segments go to the abandoned list, adopted below),
+   * as if it had been abandoned at the exit: 64 MiB an exited thread handed
+   * over, freed and allocated again was mapped anew (lib.api_rss,
+   * thread_exit mode: 64 MiB more resident). */
+  if (adopt && heap->is_default && heap->free_segments[kind] == NULL && parked_any())
+    tes_heap_abandon_parked(INT64_MAX, 1);
   for (int tries = 0; adopt && heap->is_default && tries < 2; tries++) {
     tes_segment_t *seg = tes_abandoned_pop();
     if (seg == NULL) break;
@@ -1386,9 +1394,10 @@ tes_heap_t *tes_heap_unpark(uintptr_t thread_id) {
   return heap;
 }
 
-/* Abandon the heaps parked before `before` (INT64_MAX: all), oldest first. */
-void tes_heap_abandon_parked(int64_t before) {
-  while (parked_any()) {
+/* Abandon up to `max` of the heaps parked before `before` (INT64_MAX: all),
+ * oldest first. */
+void tes_heap_abandon_parked(int64_t before, unsigned max) {
+  for (unsigned n = 0; n < max && parked_any(); n++) {
     tes_lock(&heaps_lock);
     tes_heap_t **pp = &parked_heaps;
     while (*pp != NULL && (*pp)->park_next != NULL) pp = &(*pp)->park_next;
