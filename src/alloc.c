@@ -320,6 +320,9 @@ TES_API void tes_collect(bool force) {
   if (tes_visit_defer_collect(force)) return; /* from a tes_heap_visit visitor: at the walk's end */
   tes_reap_late_heaps();
   tes_heap_t *heap = tes_tls_heap;
+  /* Heaps of exited threads kept for new threads (tes_heap_park) go to the
+   * abandoned list first, so that what they hold is collected and purged. */
+  if (force) tes_heap_abandon_parked(INT64_MAX, UINT32_MAX);
   /* A forced collect must also reach what exited threads left behind, even
    * from a thread that never allocated: it needs a heap to adopt into. */
   if (heap->is_static && force && tes_abandoned_count() > 0) heap = heap_for_slow_path();

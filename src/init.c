@@ -196,7 +196,7 @@ static void thread_done(void *value) {
     return;
   }
   if (heap->late_tid != 0) late_remove(heap);
-  tes_heap_abandon(heap);
+  if (!tes_heap_park(heap)) tes_heap_abandon(heap);
   tes_stats_thread_exited();
 }
 
@@ -219,9 +219,13 @@ static tes_heap_t *thread_heap_init(bool late) {
   late |= tes_tls_heap == &tes_heap_exited;
   tes_process_init();
   reap(false);
-  tes_heap_t *heap = tes_heap_alloc_struct();
-  if (heap == NULL) return NULL;
-  tes_heap_setup(heap, atomic_fetch_add(&next_thread_id, 1), NULL);
+  uintptr_t id = atomic_fetch_add(&next_thread_id, 1);
+  tes_heap_t *heap = tes_heap_unpark(id);
+  if (heap == NULL) {
+    heap = tes_heap_alloc_struct();
+    if (heap == NULL) return NULL;
+    tes_heap_setup(heap, id, NULL);
+  }
   heap->is_default = true;
   heap->late_tid = 0;
   tes_tls_heap = heap;

@@ -427,6 +427,8 @@ struct tes_heap_s {
   struct tes_heap_s *all_next, *all_prev; /* every heap in the process */
   struct tes_heap_s *late_next, *late_prev; /* init.c: the late list (no key destructor may abandon it) */
   long late_tid;                        /* init.c: its thread's kernel id while on the late list, else 0 */
+  struct tes_heap_s *park_next;         /* heap.c: the parked list (a default heap whose thread exited) */
+  int64_t park_time;                    /* heap.c: ms clock when it was parked */
   struct tes_heap_s *thread_default;    /* the creating thread's default heap */
   _Atomic uint32_t first_class_heaps;   /* default heap: its thread's first-class heaps not destroyed or deleted yet
                                          * (atomic: another thread may destroy or delete one while its thread makes more) */
@@ -666,6 +668,9 @@ void tes_heap_collect(tes_heap_t *heap, bool force);
 void tes_heap_collect_first_class(tes_heap_t *owner, bool force); /* tes_collect: the thread's first-class heaps */
 bool tes_visit_defer_collect(bool force); /* tes_collect inside a tes_heap_visit walk: noted, run at its end */
 void tes_heap_abandon(tes_heap_t *heap);     /* thread exit */
+bool tes_heap_park(tes_heap_t *heap);        /* thread exit: kept whole for the next new thread */
+tes_heap_t *tes_heap_unpark(uintptr_t thread_id); /* thread start: a parked heap, or NULL */
+void tes_heap_abandon_parked(int64_t before, unsigned max); /* up to max parked before `before` abandoned */
 void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to); /* tes_heap_delete */
 void tes_heap_process_deletes(tes_heap_t *heap); /* the owner moves in the heaps other threads deleted */
 void tes_heap_free_all(tes_heap_t *heap);    /* tes_heap_destroy */

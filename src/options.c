@@ -24,6 +24,8 @@ static const tes_option_desc_t option_table[TES_OPTION_COUNT] = {
     /* The hardened build has no bins (docs/RELIABILITY.md): 0 only. */
     [TES_OPTION_BINS] = {"bins", TES_SECURE ? 0 : 1, 0, TES_SECURE ? 0 : 1},
     [TES_OPTION_PURGE_THREAD] = {"purge_thread", 0, 0, 1},
+    /* The hardened build abandons at once (heap.c, tes_heap_park): 0 only. */
+    [TES_OPTION_HEAP_PARK] = {"heap_park", TES_SECURE ? 0 : 1, 0, TES_SECURE ? 0 : 1},
 };
 
 long tes_option_values[TES_OPTION_COUNT] = {
@@ -37,6 +39,7 @@ long tes_option_values[TES_OPTION_COUNT] = {
     [TES_OPTION_ABORT_ON_ERROR] = 1,
     [TES_OPTION_BINS] = TES_SECURE ? 0 : 1,
     [TES_OPTION_PURGE_THREAD] = 0,
+    [TES_OPTION_HEAP_PARK] = TES_SECURE ? 0 : 1,
 };
 
 /* Parse a decimal integer (blanks around it, a sign, a trailing newline

@@ -87,6 +87,7 @@ static _Atomic int purge_thread_parked; /* 1: waiting for work (futex word) */
 /* The earliest pending purge anywhere (INT64_MAX: none); purges what is due
  * at `now` first when `purge`. */
 static int64_t purge_round(int64_t now, bool purge) {
+  if (purge) tes_heap_abandon_parked(now - tes_purge_delay(now), UINT32_MAX); /* exited threads' heaps no thread took */
   int64_t next = purge ? tes_heaps_purge(now, false) : tes_heaps_purge_next();
   if (purge) tes_cache_purge(false);
   int64_t cache_next = tes_cache_purge_due(), tail_next = tes_large_tail_due();

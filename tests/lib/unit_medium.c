@@ -177,6 +177,11 @@ static void *tag_owner(void *arg) {
 }
 
 static void delayed_tag(void) {
+  /* The subject is the abandon at thread exit: an exited thread's heap is
+   * not parked for the next new thread here (TESSERA_HEAP_PARK=0; parking:
+   * api_thread_reuse.c). */
+  long park = tes_option_get(TES_OPTION_HEAP_PARK);
+  REQUIRE(tes_option_set(TES_OPTION_HEAP_PARK, 0) == 0, "TESSERA_HEAP_PARK=0");
   unsigned c = tes_class_of(TAG_SIZE);
   tes_stats_t s0, s1;
   tes_stats_get(&s0);
@@ -214,6 +219,7 @@ static void delayed_tag(void) {
   tes_stats_get(&s1);
   CHECK(s1.class_live_blocks[c] == s0.class_live_blocks[c], "class %u: %ld live blocks at the end, want %ld (%zu freed here)",
         c, (long)s1.class_live_blocks[c], (long)s0.class_live_blocks[c], live);
+  tes_option_set(TES_OPTION_HEAP_PARK, park);
 }
 
 /* ---- 3. realloc growth -------------------------------------------------------- */

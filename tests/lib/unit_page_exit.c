@@ -37,6 +37,9 @@ int main(void) {
   /* The page lists are the subject: no bins (unit_bin.c), so the owner's
    * frees go to local_free. */
   REQUIRE(tes_option_set(TES_OPTION_BINS, 0) == 0, "TESSERA_BINS=0");
+  /* So is the abandon at thread exit: the exited thread's heap is not
+   * parked for a next new thread (parking: api_thread_reuse.c). */
+  REQUIRE(tes_option_set(TES_OPTION_HEAP_PARK, 0) == 0, "TESSERA_HEAP_PARK=0");
   tes_free(tes_malloc(1));
   tes_stats_t s0, s1;
   tes_stats_get(&s0);

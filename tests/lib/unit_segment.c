@@ -62,6 +62,10 @@ static void *pool_check_thread(void *arg) {
   return NULL;
 }
 static void pooled_table_cleared(void) {
+  /* The heap struct must go back to the pool at the exit, not wait parked
+   * for the next thread (which then keeps its table: api_thread_reuse.c). */
+  long park = tes_option_get(TES_OPTION_HEAP_PARK);
+  REQUIRE(tes_option_set(TES_OPTION_HEAP_PARK, 0) == 0, "TESSERA_HEAP_PARK=0");
   pthread_t t;
   REQUIRE(pthread_create(&t, NULL, pool_fill_thread, NULL) == 0, "pthread_create");
   pthread_join(t, NULL);
@@ -71,6 +75,7 @@ static void pooled_table_cleared(void) {
   CHECK(pool_runs_written >= 3, "the first thread wrote %zu runs of tags, want several", pool_runs_written);
   CHECK(pool_reused, "the second thread did not get the pooled heap struct");
   CHECK(pool_stale_tags == 0, "%zu stale tags in a pooled heap's table", pool_stale_tags);
+  tes_option_set(TES_OPTION_HEAP_PARK, park);
 }
 
 /* The free fast path reads the thread's slice table from its own TLS slot:

@@ -29,6 +29,10 @@ static void *free_them(void *arg) {
 }
 
 int main(void) {
+  /* The abandon at thread exit and the adoption are the subject: an exited
+   * thread's heap is not parked for the next new thread here
+   * (TESSERA_HEAP_PARK=0; parking: api_thread_reuse.c). */
+  REQUIRE(tes_option_set(TES_OPTION_HEAP_PARK, 0) == 0, "TESSERA_HEAP_PARK=0");
   tes_stats_t s0, s1;
   free(malloc(1)); /* this thread has a heap */
   tes_stats_get(&s0);
