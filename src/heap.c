@@ -742,17 +742,17 @@ static void queues_sweep(tes_heap_t *heap) {
   }
 }
 
-/* heap_deferred's work of every eighth slow call: cached large spans and
- * other heaps' due purges, and one segment of an exited thread; once per
- * purge delay, the queued pages other threads emptied. Out of line: the
- * seven calls between pay only the count. */
 /* Parked heaps (below, tes_heap_park): newest first, under heaps_lock. */
-static tes_heap_t *parked_heaps; /* newest first; under heaps_lock */
+static tes_heap_t *parked_heaps;
 static unsigned parked_count;
 #define TES_PARKED_MAX 16
 /* A look without the lock (nothing to do, one load, on the common path). */
 static inline bool parked_any(void) { return __atomic_load_n(&parked_heaps, __ATOMIC_RELAXED) != NULL; }
 
+/* heap_deferred's work of every eighth slow call: cached large spans and
+ * other heaps' due purges, and one segment of an exited thread; once per
+ * purge delay, the queued pages other threads emptied. Out of line: the
+ * seven calls between pay only the count. */
 static TES_NOINLINE void heap_deferred_eighth(tes_heap_t *heap) {
   tes_cache_purge(false);
   int64_t now = tes_os_clock_ms();
