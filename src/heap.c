@@ -1368,20 +1368,13 @@ bool tes_heap_park(tes_heap_t *heap) {
     tes_stats_heap_abandoned();
   }
   tes_large_reassign(heap, NULL, false); /* large blocks stay valid, ownerless */
-  tes_heap_t *evict = NULL;
   heap->park_time = now;
   tes_lock(&heaps_lock);
   heap->park_next = parked_heaps;
   __atomic_store_n(&parked_heaps, heap, __ATOMIC_RELAXED);
-  if (++parked_count > TES_PARKED_MAX) {
-    tes_heap_t **pp = &parked_heaps;
-    while ((*pp)->park_next != NULL) pp = &(*pp)->park_next;
-    evict = *pp;
-    *pp = NULL;
-    parked_count--;
-  }
+  bool over = ++parked_count > TES_PARKED_MAX;
   tes_unlock(&heaps_lock);
-  if (evict != NULL) heap_abandon(evict, false);
+  if (over) tes_heap_abandon_parked(INT64_MAX, 1); /* the oldest */
   return true;
 #endif
 }
