@@ -19,7 +19,7 @@
 #include "tessera.h"
 
 #define BIG ((size_t)3500 << 10)
-#define SMALL ((size_t)300 << 10)
+#define SMALL ((size_t)600 << 10) /* maps 1 MiB: takes the 4 MiB cached segment (up to four times its mapping) */
 
 int main(void) {
   API_GROUP("a reused large segment's dirty remainder waits for the purge delay");

@@ -1,6 +1,7 @@
 /* unit_cache.c — the segment cache (src/segment.c): a freed large block's
  * segment waits there and is handed out again newest first, one of exactly
- * the mapping size asked before a larger one; TESSERA_SEGMENT_CACHE bounds
+ * the mapping size asked before a larger one, and none of more than four
+ * times that size (below 4 MiB); TESSERA_SEGMENT_CACHE bounds
  * how many wait (the oldest are unmapped first), up to its maximum of
  * TES_SEGMENT_CACHE_MAX; a forced purge unmaps every one. */
 #define _GNU_SOURCE
@@ -11,9 +12,12 @@
 #include <errno.h>
 #include <sys/mman.h>
 
-/* Mapping sizes (large.c): 200,000 bytes map 256 KiB, 600,000 map 1 MiB. */
+/* Mapping sizes (large.c): 200,000 bytes map 256 KiB, 300,000 map 512 KiB,
+ * 600,000 map 1 MiB, 1,500,000 map 2 MiB. */
 #define SMALL_LARGE 200000
 #define BIGGER_LARGE 600000
+#define HALF_LARGE 300000
+#define MUCH_BIGGER_LARGE 1500000
 
 static bool mapped(const void *seg) { return msync((void *)seg, 4096, MS_ASYNC) == 0 || errno != ENOMEM; }
 
@@ -40,6 +44,28 @@ static void exact_size_first(void) {
   CHECK(tes_cache_count() == 0, "%zu cached, want 0", tes_cache_count());
   tes_free(c);
   tes_free(d);
+}
+
+/* A cached segment of more than four times the mapping asked is not taken:
+ * the block gets a mapping of its own (before, any segment up to 4 MiB was
+ * taken, and in `mixed` the large blocks' segments ratcheted up in size and
+ * grew dirty over their whole length: 84 MB peak RSS against 62 MB). */
+static void not_much_larger(void) {
+  tes_cache_purge(true);
+  tes_segment_t *big = segment_freed(MUCH_BIGGER_LARGE);
+  CHECK(tes_cache_count() == 1, "%zu cached, want 1", tes_cache_count());
+  void *p = tes_malloc(SMALL_LARGE);
+  REQUIRE(p != NULL, "tes_malloc(%d)", SMALL_LARGE);
+  CHECK(tes_segment_of(p) != big, "a %d-byte block took the cached 2 MiB segment", SMALL_LARGE);
+  CHECK(tes_segment_of(p)->size == ((size_t)256 << 10), "a %d-byte block has %zu bytes", SMALL_LARGE,
+        tes_segment_of(p)->size);
+  CHECK(tes_cache_count() == 1, "%zu cached, want the 2 MiB segment still", tes_cache_count());
+  void *q = tes_malloc(HALF_LARGE); /* four times its mapping: still taken */
+  REQUIRE(q != NULL, "tes_malloc(%d)", HALF_LARGE);
+  CHECK(tes_segment_of(q) == big, "a %d-byte block did not take the cached 2 MiB segment", HALF_LARGE);
+  tes_free(p);
+  tes_free(q);
+  tes_cache_purge(true);
 }
 
 static void newest_first(void) {
@@ -110,6 +136,7 @@ int main(void) {
   tes_option_set(TES_OPTION_PURGE_THREAD, 0); /* nothing purges behind the checks' backs */
   tes_cache_purge(true);
   exact_size_first();
+  not_much_larger();
   newest_first();
   bounded();
   at_the_maximum();

@@ -112,7 +112,7 @@ int main(void) {
     long delay = tes_option_get(TES_OPTION_PURGE_DELAY_MS);
     REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 60000) == 0, "purge delay");
     tes_collect(true);
-    size_t big_size = (size_t)3500 << 10, small_size = (size_t)300 << 10;
+    size_t big_size = (size_t)3500 << 10, small_size = (size_t)600 << 10; /* small maps 1 MiB: up to 4 MiB taken */
     unsigned char *big = tes_malloc(big_size);
     REQUIRE(big != NULL, "malloc(3.5 MiB)");
     memset(big, 1, big_size);
