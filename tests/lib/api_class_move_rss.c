@@ -43,22 +43,14 @@ int main(void) {
                                         24 * 1024, 28 * 1024, 32 * 1024, 40 * 1024};
   for (int c = 0; c < CLASSES; c++) {
     size_t per_page = PAGE_BYTES / sizes[c], n = PAGES * per_page;
-    for (size_t i = 0; i < n; i++) {
-      old_blocks[i] = malloc(sizes[c]);
-      REQUIRE(old_blocks[i] != NULL, "malloc failed");
-      memset(old_blocks[i], 1, sizes[c]);
-    }
+    api_malloc_written(old_blocks, n, sizes[c], 1);
     /* One block of each page first (into the bin), then the rest. */
     for (size_t i = 0; i < n; i += per_page) free(old_blocks[i]);
     for (size_t i = 0; i < n; i++)
       if (i % per_page != 0) free(old_blocks[i]);
   }
   int64_t left = api_rss_bytes();
-  for (size_t i = 0; i < NEW_COUNT; i++) {
-    new_blocks[i] = malloc(NEW_SIZE);
-    REQUIRE(new_blocks[i] != NULL, "malloc failed");
-    memset(new_blocks[i], 2, NEW_SIZE);
-  }
+  api_malloc_written(new_blocks, NEW_COUNT, NEW_SIZE, 2);
   int64_t moved = api_rss_bytes();
   printf("rss: start %.1f MiB, classes left %.1f MiB, 16 MiB of another class live %.1f MiB\n",
          (double)start / MIB, (double)left / MIB, (double)moved / MIB);
