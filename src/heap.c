@@ -703,6 +703,14 @@ static tes_page_t *kept_take(tes_heap_t *heap, unsigned c) { (void)heap, (void)c
 static void kept_retire_all(tes_heap_t *heap) { (void)heap; }
 #endif
 
+/* A class head with no live block retires (true), unless a free comes in
+ * first. */
+static bool head_retire_if_empty(tes_heap_t *heap, tes_page_t *head) {
+  if (!tes_page_take_if_empty(head)) return false;
+  tes_heap_page_retire(heap, head);
+  return true;
+}
+
 /* Queued pages (not heads; empty heads below) whose every live block other threads have
  * freed retire. Their blocks sat on the remote stacks until a malloc of
  * their class scanned them (find_page), never when the program stopped
@@ -734,11 +742,34 @@ static void queues_sweep(tes_heap_t *heap) {
      * the two looks (find_page) clears the mark. A class used again takes
      * a page back, this one while it waits dirty. */
     bool empty = tes_page_live(head) == 0;
-    if (empty && heap->idle_head[c] == head && tes_page_take_if_empty(head)) {
-      tes_heap_page_retire(heap, head);
-      empty = false;
-    }
+    if (empty && heap->idle_head[c] == head && head_retire_if_empty(heap, head)) empty = false;
     heap->idle_head[c] = empty ? head : NULL;
+  }
+}
+
+/* The heap has no free page of this kind left and is about to take a new
+ * segment: first every other class lets go of what it holds idle. The
+ * blocks in its bin go back to their pages, and its head retires if it is
+ * empty; the pages that empty retire, and a page of the kind wanted among
+ * them is taken instead of a new segment (those of the other kind are
+ * purged first when the segment is new memory: tes_heap_purge_for_growth).
+ * Otherwise a bin or a head held its pages until the next flush and two
+ * queue sweeps (a purge delay or more): a program that moved from some
+ * size classes to others kept a page of each class it left for every block
+ * in its bin, resident (up to 512 KiB a medium page: traces-cmu-classic
+ * held pages of 28 KiB blocks with one to three in a bin each, 33 MB peak
+ * RSS against glibc's 21; PERFORMANCE.md, nineteenth session). Class c's
+ * bin and head stay: the caller is about to use them. Done at every page
+ * the heap takes with no resident free page of its kind left, it cost
+ * memory instead: the heads and bins of classes still in use let go and
+ * were carved again elsewhere, touching more of the pages (bench_realloc
+ * 2.76 -> 3.33 MB, bench_aligned 11.0 -> 12.4 MB). Once a segment. */
+static void growth_trim(tes_heap_t *heap, unsigned c) {
+  for (unsigned k = 0; k < TES_CLASS_COUNT; k++) {
+    if (k == c) continue;
+    bin_flush(&heap->bins[k]);
+    tes_page_t *head = heap->queues[k].first;
+    if (head != NULL && tes_page_live(head) == 0 && head_retire_if_empty(heap, head)) heap->idle_head[k] = NULL;
   }
 }
 
@@ -970,6 +1001,7 @@ static tes_page_t *fresh_page(tes_heap_t *heap, unsigned c, bool adopt, bool *re
       return NULL;
     }
   }
+  if (heap->free_segments[kind] == NULL) growth_trim(heap, c);
   tes_lock(&heap->purge_lock);
   tes_page_t *page = tes_segment_page_alloc(heap, kind);
   if (page != NULL) tes_page_init(page, tes_segment_of(page), c, bs);

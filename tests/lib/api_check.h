@@ -156,6 +156,16 @@ static inline size_t api_verify(const void *block, size_t size) {
 
 #define MIB ((int64_t)1 << 20)
 
+/* `count` blocks of `size` bytes into blocks[], each written in full with
+ * `byte`, so that all of their pages count in RSS (the RSS tests). */
+static inline void api_malloc_written(void **blocks, size_t count, size_t size, int byte) {
+  for (size_t i = 0; i < count; i++) {
+    blocks[i] = malloc(size);
+    REQUIRE(blocks[i] != NULL, "malloc failed");
+    memset(blocks[i], byte, size);
+  }
+}
+
 #ifdef TESSERA_H
 /* For tests linked with libtessera (which include tessera.h first): malloc
  * really is libtessera's when tes_usable_size recognises its blocks. A weak

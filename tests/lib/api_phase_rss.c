@@ -33,19 +33,11 @@ int main(void) {
   REQUIRE(api_allocator_is_tessera(), "libtessera does not serve malloc");
   REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 60000) == 0, "cannot set the purge delay");
   int64_t start = api_rss_bytes();
-  for (size_t i = 0; i < SMALL_COUNT; i++) {
-    small[i] = malloc(SMALL_SIZE);
-    REQUIRE(small[i] != NULL, "malloc failed");
-    memset(small[i], 1, SMALL_SIZE);
-  }
+  api_malloc_written(small, SMALL_COUNT, SMALL_SIZE, 1);
   for (size_t i = 0; i < SMALL_COUNT; i++)
     if (i % KEEP_EVERY != 0) free(small[i]);
   int64_t after_small = api_rss_bytes();
-  for (size_t i = 0; i < MEDIUM_COUNT; i++) {
-    medium[i] = malloc(MEDIUM_SIZE);
-    REQUIRE(medium[i] != NULL, "malloc failed");
-    memset(medium[i], 2, MEDIUM_SIZE);
-  }
+  api_malloc_written(medium, MEDIUM_COUNT, MEDIUM_SIZE, 2);
   int64_t with_medium = api_rss_bytes();
   printf("rss: start %.1f MiB, small freed %.1f MiB, medium live %.1f MiB\n", (double)start / MIB,
          (double)after_small / MIB, (double)with_medium / MIB);
