@@ -51,12 +51,13 @@ int main(int argc, char **argv) {
   snprintf(scale, sizeof scale, "%g", o.scale);
   extern char **environ;
   for (char **e = environ; *e != NULL;) {
-    if (strncmp(*e, "PYTHON", 6) != 0 || !strchr(*e, '=')) {
+    const char *eq = strchr(*e, '=');
+    char name[256];
+    if (strncmp(*e, "PYTHON", 6) != 0 || eq == NULL || (size_t)(eq - *e) >= sizeof name) {
       e++;
       continue;
     }
-    char name[256];
-    snprintf(name, sizeof name, "%.*s", (int)(strchr(*e, '=') - *e), *e);
+    snprintf(name, sizeof name, "%.*s", (int)(eq - *e), *e);
     unsetenv(name); /* shifts environ: look at the same slot again */
   }
   setenv("PYTHONMALLOC", "malloc", 1);
