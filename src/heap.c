@@ -1364,12 +1364,13 @@ void tes_heap_abandon(tes_heap_t *heap) { heap_abandon(heap, true); }
  * retired_bytes. Nothing is due at the exit (the purge delay is 25-100 ms
  * and a thread of mstress lives ~10 ms), so unbounded a parked heap kept
  * every page it had retired in its life, and a thread that freed 16 MiB
- * before it exited left them resident; under churn each heap's reserve
- * only grew, and mstress/8t's peak RSS was 14-15 MiB (tcmalloc 12.4,
- * TESSERA_HEAP_PARK=0 10.5). The newest pages stay (the next thread takes
- * them first, as dirty free pages): mstress/8t 11-12 MiB, 5,000 faults
- * against 4,400 (0: 7,000; abandoned: 10,600); PERFORMANCE.md, nineteenth
- * session. api_thread_reuse's generations fit in it: no purge there. */
+ * before it exited left them resident (lib.api_park_rss); under churn each
+ * heap's reserve only grew: mstress/8t's peak RSS 13.4 MiB (medians;
+ * tcmalloc 12.2, TESSERA_HEAP_PARK=0 9.0). The newest pages stay (the
+ * next thread takes them first, as dirty free pages): 10.6 MiB, 4,500
+ * faults a run against 3,800 (0 kept: 7,000; abandoned: 9,300);
+ * PERFORMANCE.md, nineteenth session. api_thread_reuse's generations fit
+ * in it: no purge there. */
 #define TES_PARK_RETAIN_BYTES ((size_t)768 << 10)
 
 /* The heap's oldest retired pages are purged now until those still waiting
