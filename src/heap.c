@@ -362,10 +362,20 @@ static void purge_list_remove(tes_heap_t *heap, tes_page_t *page) {
   page->purge_pending = 0;
 }
 
+/* What a retired page can hold resident, at most: the blocks carved in it
+ * (a page scheduled with a segment taken dirty from the cache,
+ * schedule_dirty_pages, was carved by an earlier owner: all of it). */
+static size_t retired_bytes(const tes_page_t *page) {
+  size_t page_size = (size_t)1 << tes_segment_of(page)->page_shift;
+  size_t carved = (size_t)page->capacity * page->block_size;
+  return carved == 0 || carved > page_size ? page_size : carved;
+}
+
 /* Purge the list's first page and the pages that follow it in its segment,
- * due at `now` (all of them when force); returns the bytes purged. The
- * purge_lock is held. */
-static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force) {
+ * due at `now` (all of them when force); returns the bytes purged. With
+ * `excess`, the run stops once the pages purged account for that many
+ * bytes (retired_bytes), which it counts down. The purge_lock is held. */
+static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force, size_t *excess) {
   tes_page_t *first = heap->purge.first;
   /* The next pages of the list that are due and follow this one in its
    * segment go in the same call (purge_expire now dates the purge, for
@@ -375,8 +385,12 @@ static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force) 
   unsigned count = 0;
   tes_page_t *page = first;
   while (page != NULL && first->index + count < seg->page_count && page == &seg->pages[first->index + count] &&
-         (force || page->purge_expire <= now)) {
+         (force || page->purge_expire <= now) && (excess == NULL || count == 0 || *excess > 0)) {
     tes_page_t *next = page->next;
+    if (excess != NULL) {
+      size_t bytes = retired_bytes(page);
+      *excess -= bytes < *excess ? bytes : *excess;
+    }
     purge_list_remove(heap, page);
     if (force) page->purge_expire = 0;
     count++;
@@ -389,7 +403,7 @@ static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force) 
 /* Purge the pages due at `now` (all of them when force); purge_lock held. */
 static void purge_expired_locked(tes_heap_t *heap, int64_t now, bool force) {
   while (heap->purge.first != NULL && (force || heap->purge.first->purge_expire <= now))
-    purge_first_run_locked(heap, now, force);
+    purge_first_run_locked(heap, now, force, NULL);
   purge_due_update(heap);
 }
 
@@ -403,7 +417,7 @@ static void purge_expired_locked(tes_heap_t *heap, int64_t now, bool force) {
  * adaptive delay (the delay did not choose this purge). purge_lock held. */
 void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes) {
   size_t done = 0;
-  while (heap->purge.first != NULL && done < bytes) done += purge_first_run_locked(heap, 0, true);
+  while (heap->purge.first != NULL && done < bytes) done += purge_first_run_locked(heap, 0, true, NULL);
   purge_due_update(heap);
 }
 
@@ -1377,6 +1391,36 @@ void tes_heap_abandon(tes_heap_t *heap) { heap_abandon(heap, true); }
  * 0, and in the hardened build it is not parked at all. Other threads' frees reach it as remote
  * frees (its segments have TES_TID_SHARED while parked, so no thread takes
  * them for its own), and their sweeps purge its pages as they come due. */
+#if !TES_SECURE
+/* What a parked heap keeps of its retired pages for the next thread, by
+ * retired_bytes. Nothing is due at the exit (the purge delay is 25-100 ms
+ * and a thread of mstress lives ~10 ms), so unbounded a parked heap kept
+ * every page it had retired in its life, and a thread that freed 16 MiB
+ * before it exited left them resident (lib.api_park_rss); under churn each
+ * heap's reserve only grew: mstress/8t's peak RSS 13.4 MiB (medians;
+ * tcmalloc 12.2, TESSERA_HEAP_PARK=0 9.0). The newest pages stay (the
+ * next thread takes them first, as dirty free pages): 10.6 MiB, 4,500
+ * faults a run against 3,800 (0 kept: 7,000; abandoned: 9,300);
+ * PERFORMANCE.md, nineteenth session. api_thread_reuse's generations fit
+ * in it: no purge there. */
+#define TES_PARK_RETAIN_BYTES ((size_t)768 << 10)
+
+/* The heap's oldest retired pages are purged now until those still waiting
+ * hold at most TES_PARK_RETAIN_BYTES. Forced (not judged by the adaptive
+ * delay, which did not choose it), in runs of neighbours as any purge. */
+static void park_trim(tes_heap_t *heap) {
+  tes_lock(&heap->purge_lock);
+  size_t waiting = 0;
+  for (const tes_page_t *p = heap->purge.first; p != NULL; p = p->next) waiting += retired_bytes(p);
+  if (waiting > TES_PARK_RETAIN_BYTES) {
+    size_t excess = waiting - TES_PARK_RETAIN_BYTES;
+    while (heap->purge.first != NULL && excess > 0) purge_first_run_locked(heap, 0, true, &excess);
+    purge_due_update(heap);
+  }
+  tes_unlock(&heap->purge_lock);
+}
+#endif
+
 bool tes_heap_park(tes_heap_t *heap) {
 #if TES_SECURE
   (void)heap;
@@ -1393,8 +1437,10 @@ bool tes_heap_park(tes_heap_t *heap) {
    * that remote frees have emptied, retire (a segment left empty goes to
    * the cache), so that a block freed again after the exit is still
    * reported as the double free it is (security.*_released_exited);
-   * only purges already due are made. */
+   * only purges already due are made, and those beyond what a parked heap
+   * keeps (park_trim). */
   heap_collect(heap, false, false);
+  park_trim(heap);
   for (tes_segment_t *seg = heap->segments; seg != NULL; seg = seg->next) {
     atomic_store_explicit(&seg->thread_id, TES_TID_SHARED, memory_order_release);
     tes_stats_heap_abandoned();
