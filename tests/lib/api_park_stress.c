@@ -7,8 +7,9 @@
  * still in the table: its heap is parked (TESSERA_HEAP_PARK, default 1),
  * and the freers, which keep taking slots, free into its pages as remote
  * frees while it waits, while the next generation takes it over, and while
- * a third thread runs malloc_trim (tes_collect(true)), which abandons the
- * parked heaps under them. Every block carries a check word and a fill
+ * a third thread reads the statistics (tes_stats_get walks every heap's
+ * pages) and, every other generation, runs malloc_trim (tes_collect(true)),
+ * which abandons the parked heaps under them. Every block carries a check word and a fill
  * pattern, verified before each free: a block handed out twice, or a page
  * retired or purged with a live block in it, shows up as a broken pattern.
  *
@@ -17,10 +18,14 @@
  * in it, and the live blocks of each class are the table's. A parked heap's
  * pages and its delayed list must be counted once.
  *
- * With "fork" as the argument, some generations fork while the freers and
- * the trimmer run: the child, whose parent has parked heaps, starts threads
+ * With "fork" as the argument, some generations fork while the workers and
+ * the statistics' reader run (the freers paused): the child, whose parent has parked heaps, starts threads
  * of its own (they take those heaps), verifies and frees every block of the
  * table, and checks the statistics again.
+ *
+ * The statistics' reader found tes_stats_get following a link read from a
+ * block handed out meanwhile to an address that was no block start (UBSan:
+ * misaligned load; stats.c, bounded_count).
  *
  * Linked with libtessera; the sanitizer trees (tests/sanitize) build it
  * with TES_API_ONLY, where the same calls go through tes_* and the
@@ -133,16 +138,17 @@ static void *freer(void *arg) {
   return NULL;
 }
 
+/* arg non-NULL: forced collects too, else the statistics alone (parked
+ * heaps then wait for their purge delay or a new thread). */
 static void *trimmer(void *arg) {
-  (void)arg;
   while (!atomic_load(&stop_trimmer)) {
-    TRIM();
+    if (arg != NULL) TRIM();
 #ifndef __SANITIZE_THREAD__
     /* Walks every heap, parked ones too, while they change hands. Not
      * under TSan: the statistics read other threads' pages unordered by
      * design (stats.c, bounded_count), which TSan reports. */
     tes_stats_t st;
-    tes_stats_get(&st);
+    for (int i = 0; i < 10; i++) tes_stats_get(&st);
 #endif
     struct timespec ts = {0, 2 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -270,7 +276,7 @@ int main(int argc, char **argv) {
     resume_freers();
     for (int g = 0; g < GENERATIONS; g++) {
       bool trim = g % 2 == 1;
-      if (trim) spawn(&tr, trimmer, NULL);
+      spawn(&tr, trimmer, trim ? &tr : NULL);
       pthread_t w[WORKERS];
       for (int i = 0; i < WORKERS; i++)
         spawn(&w[i], worker, (void *)(uintptr_t)(1 + i + g * WORKERS + round * 1000));
@@ -284,11 +290,9 @@ int main(int argc, char **argv) {
         resume_freers();
       }
       for (int i = 0; i < WORKERS; i++) pthread_join(w[i], NULL);
-      if (trim) {
-        atomic_store(&stop_trimmer, 1);
-        pthread_join(tr, NULL);
-        atomic_store(&stop_trimmer, 0);
-      }
+      atomic_store(&stop_trimmer, 1);
+      pthread_join(tr, NULL);
+      atomic_store(&stop_trimmer, 0);
       pause_freers();
       char when[48];
       snprintf(when, sizeof when, "round %d generation %d", round, g);
