@@ -34,6 +34,17 @@ if(TEST lib.unit_purge)
   set_tests_properties(lib.unit_purge PROPERTIES RUN_SERIAL TRUE)
 endif()
 
+# Parked heaps (src/heap.c, tes_heap_park) under remote frees, forced
+# collects and statistics (lib.api_park_stress, no fork); .fork forks while
+# they change hands, the child's threads taking the parent's parked heaps;
+# .no_park the same with TESSERA_HEAP_PARK=0 (the abandon at thread exit).
+if(TEST lib.api_park_stress)
+  add_test(NAME lib.api_park_stress.fork COMMAND lib_api_park_stress fork)
+  add_test(NAME lib.api_park_stress.no_park COMMAND lib_api_park_stress fork)
+  set_tests_properties(lib.api_park_stress.fork lib.api_park_stress.no_park PROPERTIES TIMEOUT 300)
+  set_tests_properties(lib.api_park_stress.no_park PROPERTIES ENVIRONMENT "TESSERA_HEAP_PARK=0")
+endif()
+
 # Standard names only: the same sources, linked with nothing but libc.
 set(VERIFY_PRELOAD_TESTS api_std api_cxx api_mt_stress api_fork api_thread_churn api_thread_handoff api_large_vm)
 foreach(name ${VERIFY_PRELOAD_TESTS})
@@ -78,9 +89,11 @@ if(TARGET tessera_secure)
   # thread's walk of it.
   # api_idle_class_rss.secure: emptied class heads retire in the hardened
   # build too (3.31 MiB above the start before, 0.02 after).
+  # api_park_stress.secure: no heap is parked there; the blocks' checks.
   foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
           api_heap_destroy_mt api_large_xfree api_remote_sweep api_kept_destroy_race api_fc_collect
-          api_idle_class_rss api_fc_sweep_stress api_visit_collect api_visit_foreign api_visit_delete)
+          api_idle_class_rss api_fc_sweep_stress api_visit_collect api_visit_foreign api_visit_delete
+          api_park_stress)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
