@@ -85,8 +85,12 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
     tes_bin_t *bin = heap->direct_bin[(size + 15) >> 4];
     TES_BIN_POP_OR_RETURN(heap, bin, size);
 #endif
-    tes_block_t *block = tes_page_pop(heap->direct[(size + TES_PADDING + 15) >> 4], size, true);
+    tes_page_t *page = heap->direct[(size + TES_PADDING + 15) >> 4];
+    tes_block_t *block = tes_page_pop(page, size, true);
     if (tes_likely(block != NULL)) return block;
+#if TES_SECURE
+    return tes_heap_malloc_miss(size, heap, page); /* the page popped from: no second look-up there */
+#endif
   } else if (tes_likely(size <= TES_MEDIUM_BLOCK_MAX - TES_PADDING)) {
     /* 1 KiB < size <= 128 KiB: the class from clz, then the same pop from
      * the head page of its queue (the slow path makes that head a page
@@ -101,12 +105,11 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
       tes_block_t *block = tes_page_pop(page, size, false);
       if (tes_likely(block != NULL)) return block;
     }
-  }
 #if TES_SECURE
-  return tes_heap_malloc_miss(size, heap);
-#else
-  return tes_heap_malloc_generic(heap, size, false);
+    return tes_heap_malloc_miss(size, heap, page);
 #endif
+  }
+  return tes_heap_malloc_generic(heap, size, false);
 }
 
 /* A block of a page this thread owns: into bin (the page's heap's bin, as

@@ -1094,10 +1094,7 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
  * every eighth refill does too, so that heap_deferred's work (delayed
  * frees, timed purges, the kept pages' window) still runs on at least one
  * in eight of these calls. */
-void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap) {
-  tes_page_t *page = NULL;
-  if (size <= TES_DIRECT_MAX - TES_PADDING) page = heap->direct[(size + TES_PADDING + 15) >> 4];
-  else if (size <= TES_MEDIUM_BLOCK_MAX - TES_PADDING) page = heap->queues[tes_class_of_above_256(size + TES_PADDING)].first;
+void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap, tes_page_t *page) {
   if (page != NULL && page->free == NULL && page->local_free != NULL && (++heap->quick_refills & 7) != 0 &&
       page->corrupt_link == NULL &&
       tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) == NULL) {

@@ -654,14 +654,17 @@ void tes_heap_release_struct(tes_heap_t *heap);
 void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default);
 void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero);  /* slow path */
 #if TES_SECURE
-/* The hardened malloc's fast path missed: a head page refilled from its
- * owner's frees, else the generic path (heap.c); its arguments in the
- * order malloc holds them (size stays in the first register, so the fast
- * path moves nothing to make the tail call). The default build calls
+/* The hardened malloc's fast path missed on `page` (the direct table's or
+ * its class queue's head, NULL when the queue has none): that page
+ * refilled from its owner's frees, else the generic path (heap.c); size
+ * first, as malloc holds it (it stays in the first register for the tail
+ * call). The page is the one the fast path popped from, passed on rather
+ * than looked up again from the size (nineteenth session: 9 instructions
+ * a miss). The default build calls
  * tes_heap_malloc_generic: the same refill there ran its threads row 4-5%
  * slower with bins on, where it never refills (docs/PERFORMANCE.md,
  * "Refills from local_free"). */
-void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap);
+void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap, tes_page_t *page);
 #endif
 void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, bool zero);
 void tes_heap_collect(tes_heap_t *heap, bool force);
