@@ -177,6 +177,17 @@ TES_RACY_SNAPSHOT static bool page_snapshot(const tes_page_t *page, const tes_he
    * page out, under this walk). */
   const tes_bin_t *bin = RACY_LOAD(page->bin);
   if (bin != NULL) mark_mixed_list(snap, NULL, RACY_LOAD(bin->head), RACY_LOAD(bin->limit));
+#else
+  /* Blocks waiting in the heap's bin of the class (out of band: slots). */
+  if (snap->heap != NULL && snap->class_index < TES_CLASS_COUNT) {
+    const tes_sbin_t *bin = &snap->heap->sbins[snap->class_index];
+    const uint8_t *lo = snap->area, *hi = lo + snap->count * snap->block_size;
+    uint32_t held = RACY_LOAD(bin->count);
+    for (uint32_t i = 0; i < held && i < TES_SBIN_SLOTS; i++) {
+      const uint8_t *b = (const uint8_t *)RACY_LOAD(bin->slot[i]);
+      if (b >= lo && b < hi) mark_block(snap, (size_t)(b - lo) / snap->block_size);
+    }
+  }
 #endif
   if (snap->heap != NULL)
     mark_mixed_list(snap, snap->heap->keys, atomic_load_explicit(&snap->heap->delayed_free, memory_order_acquire),
