@@ -86,7 +86,8 @@ const uintptr_t tes_bin_end_words[2] = {0, 1};
 
 /* Blocks a bin of class c may hold: 256 KiB worth, at least 2 and at most
  * 64 (all bins of a heap full at once: about 6.8 MiB, until the next flush);
- * none with TESSERA_BINS=0 (always, in the hardened build). Less is slower
+ * none with TESSERA_BINS=0. The hardened build's (tes_sbin_t) hold at most
+ * TES_SBIN_SLOTS, and only its medium classes have any. Less is slower
  * where medium blocks churn: fit-large ran 1.27x the time with 128 KiB
  * worth (at least 2), 1.52x with 32 KiB (at least 1); see PERFORMANCE.md. */
 static uint32_t bin_limit(unsigned c) {

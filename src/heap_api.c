@@ -138,7 +138,7 @@ TES_RACY_SNAPSHOT static void mark_list(const tes_page_t *page, page_snap_t *sna
 
 /* Mark this page's blocks on a list that mixes pages (a bin, a heap's
  * delayed list, whose links the heap's `keys` encode in the hardened build,
- * which has no bins: tes_delayed_encode; raw links otherwise, keys NULL).
+ * whose bins hold no links: tes_delayed_encode; raw links otherwise, keys NULL).
  * A running thread changes such a list under the walk, and a link read from
  * a block it just handed out is the program's data: follow only links
  * tes_maybe_small_block accepts, at most `limit` of them. */
