@@ -15,7 +15,9 @@
  * instructions), tes_secure_arm on malloc (4: canary and requested size)
  * and tes_secure_free_quick on free (~20: block-start test, double-free
  * filter, canary); when that fails, secure.c judges and
- * reports (tail call, so the fast path saves no registers). */
+ * reports (tail call, so the fast path saves no registers). Its bins
+ * (tes_sbin_t) serve the medium classes only: the small ones pop and push
+ * their pages' lists as before. */
 #ifndef TES_ALLOC_INLINE_H
 #define TES_ALLOC_INLINE_H
 
