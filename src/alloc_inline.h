@@ -15,7 +15,9 @@
  * instructions), tes_secure_arm on malloc (4: canary and requested size)
  * and tes_secure_free_quick on free (~20: block-start test, double-free
  * filter, canary); when that fails, secure.c judges and
- * reports (tail call, so the fast path saves no registers). */
+ * reports (tail call, so the fast path saves no registers). Its bins
+ * (tes_sbin_t) serve the medium classes only: the small ones pop and push
+ * their pages' lists as before. */
 #ifndef TES_ALLOC_INLINE_H
 #define TES_ALLOC_INLINE_H
 
@@ -43,6 +45,38 @@
       return recent_;                                                                                          \
     }                                                                                                          \
     if (tes_unlikely(recent_ != TES_BIN_END)) return tes_bin_refuse_malloc(heap, bin, size);                   \
+  } while (0)
+#endif
+
+#if TES_SECURE
+/* A hardened bin (internal.h, tes_sbin_t; medium classes) with two blocks
+ * or more: hand out one drawn at random from every slot but the top one
+ * (the block freed last), the hole filled from the slot below the top, the
+ * top moved down. The page comes from the address. The block must still
+ * hold what free left there: the freed tag in its size word and its page's
+ * encoded NULL in its first word; anything else was written after free (or
+ * the block handed out twice): reported as a corrupted free list, never
+ * handed out (tes_sbin_damaged: a tail call, so the fast path saves no
+ * registers). */
+#define TES_SBIN_POP_OR_RETURN(heap, bin, size)                                          \
+  do {                                                                                  \
+    uint32_t n_ = (bin)->count;                                                         \
+    if (n_ >= 2) {                                                                      \
+      uint64_t x_ = (heap)->bin_random * 6364136223846793005u + 1442695040888963407u;    \
+      (heap)->bin_random = x_;                                                          \
+      size_t j_ = (size_t)(((x_ >> 32) * (n_ - 1)) >> 32); /* [0, n - 2] */             \
+      tes_block_t *b_ = (bin)->slot[j_];                                                \
+      (bin)->slot[j_] = (bin)->slot[n_ - 2];                                            \
+      (bin)->slot[n_ - 2] = (bin)->slot[n_ - 1];                                        \
+      (bin)->count = n_ - 1;                                                            \
+      (bin)->pops++;                                                                    \
+      tes_page_t *page_ = tes_page_of(tes_segment_of(b_), b_);                          \
+      if (tes_unlikely(*tes_secure_size_word_in(page_, b_, false) < TES_FREED_TAG32_REMOTE || \
+                       (uintptr_t)b_->next != tes_link_encode(page_, 0)))               \
+        return tes_sbin_damaged(heap, page_, b_, size);                                 \
+      tes_secure_arm(page_, b_, size, false);                                           \
+      return b_;                                                                        \
+    }                                                                                   \
   } while (0)
 #endif
 
@@ -85,8 +119,12 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
     tes_bin_t *bin = heap->direct_bin[(size + 15) >> 4];
     TES_BIN_POP_OR_RETURN(heap, bin, size);
 #endif
-    tes_block_t *block = tes_page_pop(heap->direct[(size + TES_PADDING + 15) >> 4], size, true);
+    tes_page_t *page = heap->direct[(size + TES_PADDING + 15) >> 4];
+    tes_block_t *block = tes_page_pop(page, size, true);
     if (tes_likely(block != NULL)) return block;
+#if TES_SECURE
+    return tes_heap_malloc_miss(size, heap, page); /* the page popped from: no second look-up there */
+#endif
   } else if (tes_likely(size <= TES_MEDIUM_BLOCK_MAX - TES_PADDING)) {
     /* 1 KiB < size <= 128 KiB: the class from clz, then the same pop from
      * the head page of its queue (the slow path makes that head a page
@@ -95,18 +133,22 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
 #if !TES_SECURE
     tes_bin_t *bin = &heap->bins[c];
     TES_BIN_POP_OR_RETURN(heap, bin, size);
+#else
+    if (size > TES_SMALL_BLOCK_MAX - TES_PADDING) { /* the classes with bins: medium */
+      tes_sbin_t *bin = &heap->sbins[c];
+      TES_SBIN_POP_OR_RETURN(heap, bin, size);
+    }
 #endif
     tes_page_t *page = heap->queues[c].first;
     if (tes_likely(page != NULL)) {
       tes_block_t *block = tes_page_pop(page, size, false);
       if (tes_likely(block != NULL)) return block;
     }
-  }
 #if TES_SECURE
-  return tes_heap_malloc_miss(size, heap);
-#else
-  return tes_heap_malloc_generic(heap, size, false);
+    return tes_heap_malloc_miss(size, heap, page);
 #endif
+  }
+  return tes_heap_malloc_generic(heap, size, false);
 }
 
 /* A block of a page this thread owns: into bin (the page's heap's bin, as
@@ -184,8 +226,25 @@ TES_INLINE void tes_free_inline(void *p) {
     /* A page of our own small/medium segment: a local free, no atomics. */
 #if TES_SECURE
     tes_page_t *page = slices->entry[slot].page;
-    if (tes_unlikely(!tes_secure_free_quick(page, p))) {
-      tes_secure_free_local(p, page); /* reports, frees unless it must not */
+    if (tes_unlikely(page->block_size > TES_SMALL_BLOCK_MAX)) {
+      if (tes_unlikely(!tes_secure_free_quick_in(page, p, false))) {
+        tes_secure_free_local(p, page); /* reports, frees unless it must not */
+        return;
+      }
+      /* A medium block: into its heap's bin of the class while it has room
+       * (the page is ours and in use: its heap is set), with the page's
+       * encoded NULL as its first word, which the pop checks (a write
+       * after free, as a link's check finds on a free list). */
+      tes_sbin_t *bin = &atomic_load_explicit(&page->heap, memory_order_relaxed)->sbins[page->class_index];
+      uint32_t n = bin->count;
+      if (tes_likely(n < bin->limit)) {
+        ((tes_block_t *)p)->next = (tes_block_t *)tes_link_encode(page, 0);
+        bin->slot[n] = (tes_block_t *)p;
+        bin->count = n + 1;
+        return;
+      }
+    } else if (tes_unlikely(!tes_secure_free_quick_in(page, p, true))) {
+      tes_secure_free_local(p, page);
       return;
     }
     tes_free_owned(page, (tes_block_t *)p);

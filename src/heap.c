@@ -86,21 +86,32 @@ const uintptr_t tes_bin_end_words[2] = {0, 1};
 
 /* Blocks a bin of class c may hold: 256 KiB worth, at least 2 and at most
  * 64 (all bins of a heap full at once: about 6.8 MiB, until the next flush);
- * none with TESSERA_BINS=0 (always, in the hardened build). Less is slower
+ * none with TESSERA_BINS=0. The hardened build's (tes_sbin_t) hold at most
+ * TES_SBIN_SLOTS, and only its medium classes have any. Less is slower
  * where medium blocks churn: fit-large ran 1.27x the time with 128 KiB
  * worth (at least 2), 1.52x with 32 KiB (at least 1); see PERFORMANCE.md. */
 static uint32_t bin_limit(unsigned c) {
   if (!tes_opt(TES_OPTION_BINS)) return 0;
+  if (TES_SECURE && tes_class_size(c) <= TES_SMALL_BLOCK_MAX) return 0; /* hardened: medium classes only (internal.h) */
   size_t n = ((size_t)256 << 10) / tes_class_size(c);
-  return n < 2 ? 2 : n > 64 ? 64 : (uint32_t)n;
+#if TES_SECURE
+  const size_t most = TES_SBIN_SLOTS;
+#else
+  const size_t most = 64;
+#endif
+  return n < 2 ? 2 : n > most ? (uint32_t)most : (uint32_t)n;
 }
 
 /* Set the limits of empty bins (the option may have changed since). */
 static void bins_set_limits(tes_heap_t *heap) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+#if TES_SECURE
+    heap->sbins[c].limit = bin_limit(c);
+#else
     tes_bin_t *bin = &heap->bins[c];
     bin->limit = bin_limit(c);
     bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | bin->limit;
+#endif
   }
 }
 
@@ -110,6 +121,10 @@ static void bins_reset(tes_heap_t *heap) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     heap->bins[c].head = TES_BIN_END;
     heap->bins[c].tally = 0;
+#if TES_SECURE
+    heap->sbins[c].count = 0;
+    heap->sbins[c].pops = 0;
+#endif
   }
   bins_set_limits(heap);
 }
@@ -119,12 +134,39 @@ static void bins_reset(tes_heap_t *heap) {
  * (tes_heap_free_all) were freed too. */
 static void bins_fold(tes_heap_t *heap, bool dropped) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+#if TES_SECURE
+    tes_sbin_t *bin = &heap->sbins[c];
+    heap->counters.class_allocs[c] += bin->pops;
+    heap->counters.class_local_frees[c] += bin->pops + (dropped ? bin->count : 0);
+    bin->pops = 0;
+#else
     tes_bin_t *bin = &heap->bins[c];
     heap->counters.class_allocs[c] += tes_bin_pops(bin);
     heap->counters.class_local_frees[c] += tes_bin_pops(bin) + (dropped ? tes_bin_held(bin) : 0);
     bin->tally &= TES_BIN_ROOM_MASK;
+#endif
   }
 }
+
+#if TES_SECURE
+/* Every block of the heap's hardened bins back to its page (which may
+ * retire). The slots are the heap's own memory: no link to distrust. */
+static void sbins_flush(tes_heap_t *heap) {
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    tes_sbin_t *bin = &heap->sbins[c];
+    for (uint32_t i = 0; i < bin->count; i++) {
+      tes_block_t *b = bin->slot[i];
+      tes_free_local_block(tes_page_of(tes_segment_of(b), b), b);
+    }
+    bin->count = 0;
+  }
+}
+
+void *tes_sbin_damaged(tes_heap_t *heap, tes_page_t *page, tes_block_t *block, size_t size) {
+  tes_report_error(TES_ERR_CORRUPT, block, page);
+  return tes_heap_malloc_generic(heap, size, false); /* the block stays out: its page keeps counting it */
+}
+#endif
 
 void tes_bin_refuse(tes_bin_t *bin) {
   tes_block_t *block = bin->head;
@@ -144,6 +186,7 @@ void *tes_bin_refuse_malloc(tes_heap_t *heap, tes_bin_t *bin, size_t size) {
   return tes_heap_malloc_generic(heap, size, false);
 }
 
+#if !TES_SECURE
 /* Give every block in one bin back to its page (which may retire). No more
  * steps than the bin holds, so a list damaged by a use-after-free write
  * cannot keep the walk going; nor past a block that lost its mark (a double
@@ -162,11 +205,16 @@ static void bin_flush(tes_bin_t *bin) {
   }
   bin->head = TES_BIN_END;
 }
+#endif
 
 /* Every bin of the heap, then take the current TESSERA_BINS setting. */
 static void bins_flush(tes_heap_t *heap) {
   bins_fold(heap, false);
+#if TES_SECURE
+  sbins_flush(heap);
+#else
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) bin_flush(&heap->bins[c]);
+#endif
   bins_set_limits(heap);
 }
 
@@ -192,6 +240,9 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
   heap->keys[0] = (uintptr_t)tes_random_next(); /* the delayed list is empty here (tes_delayed_encode) */
   heap->keys[1] = (uintptr_t)tes_random_next();
   heap->random = tes_random_next() | 1;
+#if TES_SECURE
+  heap->bin_random = tes_random_next();
+#endif
   tes_lock(&heaps_lock);
   heap->all_prev = NULL;
   heap->all_next = tes_heaps_all;
@@ -801,6 +852,15 @@ static inline bool parked_any(void) { return __atomic_load_n(&parked_heaps, __AT
 static TES_NOINLINE void heap_deferred_eighth(tes_heap_t *heap) {
   tes_cache_purge(false);
   int64_t now = tes_os_clock_ms();
+#if TES_SECURE
+  /* The hardened bins go back to their pages once per purge delay, as the
+   * default build's do in heap_deferred (here: one clock read in eight
+   * slow paths, which the hardened build's heap_deferred otherwise skips). */
+  if (now >= heap->bins_due) {
+    bins_flush(heap);
+    heap->bins_due = now + tes_purge_delay(now);
+  }
+#endif
   sweep_other_heaps(now);
   if (parked_any()) tes_heap_abandon_parked(now - tes_purge_delay(now), UINT32_MAX);
   if (now >= heap->queues_sweep_due) {
@@ -1140,10 +1200,7 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
  * every eighth refill does too, so that heap_deferred's work (delayed
  * frees, timed purges, the kept pages' window) still runs on at least one
  * in eight of these calls. */
-void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap) {
-  tes_page_t *page = NULL;
-  if (size <= TES_DIRECT_MAX - TES_PADDING) page = heap->direct[(size + TES_PADDING + 15) >> 4];
-  else if (size <= TES_MEDIUM_BLOCK_MAX - TES_PADDING) page = heap->queues[tes_class_of_above_256(size + TES_PADDING)].first;
+void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap, tes_page_t *page) {
   if (page != NULL && page->free == NULL && page->local_free != NULL && (++heap->quick_refills & 7) != 0 &&
       page->corrupt_link == NULL &&
       tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) == NULL) {

@@ -138,7 +138,7 @@ TES_RACY_SNAPSHOT static void mark_list(const tes_page_t *page, page_snap_t *sna
 
 /* Mark this page's blocks on a list that mixes pages (a bin, a heap's
  * delayed list, whose links the heap's `keys` encode in the hardened build,
- * which has no bins: tes_delayed_encode; raw links otherwise, keys NULL).
+ * whose bins hold no links: tes_delayed_encode; raw links otherwise, keys NULL).
  * A running thread changes such a list under the walk, and a link read from
  * a block it just handed out is the program's data: follow only links
  * tes_maybe_small_block accepts, at most `limit` of them. */
@@ -177,6 +177,17 @@ TES_RACY_SNAPSHOT static bool page_snapshot(const tes_page_t *page, const tes_he
    * page out, under this walk). */
   const tes_bin_t *bin = RACY_LOAD(page->bin);
   if (bin != NULL) mark_mixed_list(snap, NULL, RACY_LOAD(bin->head), RACY_LOAD(bin->limit));
+#else
+  /* Blocks waiting in the heap's bin of the class (out of band: slots). */
+  if (snap->heap != NULL && snap->class_index < TES_CLASS_COUNT) {
+    const tes_sbin_t *bin = &snap->heap->sbins[snap->class_index];
+    const uint8_t *lo = snap->area, *hi = lo + snap->count * snap->block_size;
+    uint32_t held = RACY_LOAD(bin->count);
+    for (uint32_t i = 0; i < held && i < TES_SBIN_SLOTS; i++) {
+      const uint8_t *b = (const uint8_t *)RACY_LOAD(bin->slot[i]);
+      if (b >= lo && b < hi) mark_block(snap, (size_t)(b - lo) / snap->block_size);
+    }
+  }
 #endif
   if (snap->heap != NULL)
     mark_mixed_list(snap, snap->heap->keys, atomic_load_explicit(&snap->heap->delayed_free, memory_order_acquire),

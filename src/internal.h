@@ -284,6 +284,33 @@ typedef struct tes_bin_s {
   uint64_t tally;
   uint32_t limit;              /* room when empty (at most 64) */
 } tes_bin_t;
+#if TES_SECURE
+/* The hardened build's bins, for the medium classes (above 8 KiB; pages of
+ * a few blocks, which ran dry on most mallocs of fit-large): out of band,
+ * an array of block addresses per class in the heap struct, never a link
+ * in a freed block, so a write after free cannot forge an entry. free
+ * appends (the block already carries the freed tag: a second free is still
+ * found by its size word) and writes its page's encoded NULL into the
+ * block's first word; malloc takes a random slot below the top one and
+ * fills the hole from the top two, so the block freed last is never the
+ * next one handed out, and checks both words (alloc_inline.h,
+ * TES_SBIN_POP_OR_RETURN). A bin pops only with two blocks or more.
+ * Blocks in a bin stay counted in their page's `used`, as the default
+ * build's do; the bins go back to their pages where the default build's do
+ * (collect, trim, heap detach, thread exit) and once per purge delay on a
+ * malloc slow path (heap_deferred_eighth). 256 bytes a class. The small
+ * classes have none: their pages' lists are cheaper in instructions than
+ * any bin that keeps these guarantees (docs/RELIABILITY.md, nineteenth
+ * session). */
+#define TES_SBIN_SLOTS 30
+typedef struct tes_sbin_s {
+  uint32_t count;              /* blocks held: slot[0 .. count-1]; slot[count-1] freed last */
+  uint32_t limit;              /* at most TES_SBIN_SLOTS (0: off) */
+  uint64_t pops;               /* mallocs served (stats: folded into the heap's counters) */
+  tes_block_t *slot[TES_SBIN_SLOTS];
+} tes_sbin_t;
+static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted by 8");
+#endif
 #define TES_BIN_ROOM_BITS 8
 #define TES_BIN_ROOM_MASK (((uint64_t)1 << TES_BIN_ROOM_BITS) - 1)
 #define TES_BIN_POP (((uint64_t)1 << TES_BIN_ROOM_BITS) + 1)
@@ -440,6 +467,10 @@ struct tes_heap_s {
   bool is_static;
   uintptr_t keys[2];                    /* secure: delayed-list link keys (random, set once in tes_heap_setup) */
   uint64_t random;                      /* secure: xorshift state */
+#if TES_SECURE
+  uint64_t bin_random;                  /* secure: the bins' pops, linear congruential (high half drawn) */
+  tes_sbin_t sbins[TES_CLASS_COUNT];    /* secure: recently freed blocks per class, out of band */
+#endif
   tes_counters_t counters;
   tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep, no slow path of the class since (heap.c) */
   unsigned visit_depth;                 /* default heap: its thread's tes_heap_visit walks under way (heap_api.c) */
@@ -654,14 +685,17 @@ void tes_heap_release_struct(tes_heap_t *heap);
 void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default);
 void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero);  /* slow path */
 #if TES_SECURE
-/* The hardened malloc's fast path missed: a head page refilled from its
- * owner's frees, else the generic path (heap.c); its arguments in the
- * order malloc holds them (size stays in the first register, so the fast
- * path moves nothing to make the tail call). The default build calls
+/* The hardened malloc's fast path missed on `page` (the direct table's or
+ * its class queue's head, NULL when the queue has none): that page
+ * refilled from its owner's frees, else the generic path (heap.c); size
+ * first, as malloc holds it (it stays in the first register for the tail
+ * call). The page is the one the fast path popped from, passed on rather
+ * than looked up again from the size (nineteenth session: 9 instructions
+ * a miss). The default build calls
  * tes_heap_malloc_generic: the same refill there ran its threads row 4-5%
  * slower with bins on, where it never refills (docs/PERFORMANCE.md,
  * "Refills from local_free"). */
-void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap);
+void *tes_heap_malloc_miss(size_t size, tes_heap_t *heap, tes_page_t *page);
 #endif
 void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, bool zero);
 void tes_heap_collect(tes_heap_t *heap, bool force);
@@ -963,6 +997,10 @@ TES_INLINE bool tes_secure_block_index(const tes_page_t *page, const void *p, si
  * double free, reported, and the block is left where the owner's free put
  * it (eighteenth session). Both tags fail every size test. */
 #define TES_FREED_TAG32_REMOTE (UINT32_MAX - 1)
+/* heap.c: a block in a hardened bin lost its freed tag or its first word
+ * (written after free): reported, dropped (its page keeps counting it),
+ * and the malloc of `size` served by the slow path. */
+void *tes_sbin_damaged(struct tes_heap_s *heap, tes_page_t *page, tes_block_t *block, size_t size);
 
 /* Medium blocks' size words: one 32-bit slot per 8 KiB of the segment
  * (a medium block is larger than that, so no two block starts share a

@@ -21,8 +21,9 @@ static const tes_option_desc_t option_table[TES_OPTION_COUNT] = {
     /* Read-only: which build this is (the checks are compiled in or not). */
     [TES_OPTION_SECURE] = {"secure", TES_SECURE ? 1 : 0, TES_SECURE ? 1 : 0, TES_SECURE ? 1 : 0},
     [TES_OPTION_ABORT_ON_ERROR] = {"abort_on_error", 1, 0, 1},
-    /* The hardened build has no bins (docs/RELIABILITY.md): 0 only. */
-    [TES_OPTION_BINS] = {"bins", TES_SECURE ? 0 : 1, 0, TES_SECURE ? 0 : 1},
+    /* The hardened build's bins are out of band, popped at random
+     * (internal.h, tes_sbin_t; docs/RELIABILITY.md). */
+    [TES_OPTION_BINS] = {"bins", 1, 0, 1},
     [TES_OPTION_PURGE_THREAD] = {"purge_thread", 0, 0, 1},
     /* The hardened build abandons at once (heap.c, tes_heap_park): 0 only. */
     [TES_OPTION_HEAP_PARK] = {"heap_park", TES_SECURE ? 0 : 1, 0, TES_SECURE ? 0 : 1},
@@ -37,7 +38,7 @@ long tes_option_values[TES_OPTION_COUNT] = {
     [TES_OPTION_PURGE_DECOMMIT] = 1,
     [TES_OPTION_SECURE] = TES_SECURE ? 1 : 0,
     [TES_OPTION_ABORT_ON_ERROR] = 1,
-    [TES_OPTION_BINS] = TES_SECURE ? 0 : 1,
+    [TES_OPTION_BINS] = 1,
     [TES_OPTION_PURGE_THREAD] = 0,
     [TES_OPTION_HEAP_PARK] = TES_SECURE ? 0 : 1,
 };

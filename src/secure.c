@@ -8,9 +8,11 @@
  *  - randomised allocation order within a page: each extension of a page's
  *    free list links its new blocks in a shuffled order (here, once per
  *    8 KiB of blocks; malloc itself only pops);
- *  - the block freed last is not the next one handed out: no bins, and a
- *    page whose free list is refilled from its frees keeps that block back
- *    (internal.h, tes_secure_hold_back);
+ *  - the block freed last is not the next one handed out: the bins (medium
+ *    classes only, internal.h tes_sbin_t) are out of band and hand out a
+ *    random block below the one freed last, and a page whose free list is
+ *    refilled from its frees keeps that block back (internal.h,
+ *    tes_secure_hold_back);
  *  - guard pages (PROT_NONE) at fixed places of every segment, set once when
  *    the segment is mapped and kept while it sits in the segment cache: one
  *    right after the header, one as the segment's last OS page. A large

@@ -150,12 +150,20 @@ static void compute(tes_stats_t *out) {
       parked_bytes += (int64_t)(page->block_size - TES_PADDING); /* as the pages count it below */
     }
     for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
-      const tes_bin_t *bin = &h->bins[c];
-      uint32_t held = tes_bin_held(bin);
-      total.class_allocs[c] += tes_bin_pops(bin);
-      total.class_local_frees[c] += tes_bin_pops(bin) + held;
+#if TES_SECURE
+      /* The hardened bins' blocks, counted as the pages count them below. */
+      uint32_t held = h->sbins[c].count;
+      uint64_t pops = h->sbins[c].pops;
+      int64_t unit = (int64_t)(tes_class_size(c) - TES_PADDING);
+#else
+      uint32_t held = tes_bin_held(&h->bins[c]);
+      uint64_t pops = tes_bin_pops(&h->bins[c]);
+      int64_t unit = (int64_t)tes_class_size(c);
+#endif
+      total.class_allocs[c] += pops;
+      total.class_local_frees[c] += pops + held;
       out->class_live_blocks[c] -= held;
-      parked_bytes += (int64_t)held * (int64_t)tes_class_size(c);
+      parked_bytes += (int64_t)held * unit;
     }
   }
   tes_heaps_unlock();

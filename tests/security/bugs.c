@@ -1143,6 +1143,65 @@ static int scenario(const char *name) {
     printf("block freed last handed back: %d of %d\n", again, tries);
     if (again == 0) printf("the block freed last is never the next one\n");
     return 0;
+  } else if (strcmp(name, "bin_pop_randomised") == 0) {
+    /* Blocks of 20,000 B (a medium class: the hardened build's bins, 12
+     * blocks a bin), 8 a round allocated then freed in order, then 7
+     * allocated again: which of the freed blocks come back, in what order?
+     * A list hands them back last in, first out (each next block the one
+     * freed just before the previous one); the bins draw at random below
+     * the block freed last, which never comes first. Pairs of consecutive
+     * mallocs that both return blocks of the round are judged: neighbours
+     * in the free order (either way), and how many distinct orders the
+     * rounds show. */
+    enum { ROUNDS = 300, K = 8, SIZE = 20000 };
+    static void *live[ROUNDS][K - 1];
+    static unsigned pattern[ROUNDS];
+    int pairs = 0, neighbours = 0, last_first = 0, distinct = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+      void *freed[K];
+      int index[K - 1];
+      for (int i = 0; i < K; i++) freed[i] = malloc(SIZE);
+      for (int i = 0; i < K; i++) free(freed[i]);
+      pattern[r] = 0;
+      for (int i = 0; i < K - 1; i++) {
+        live[r][i] = malloc(SIZE);
+        index[i] = -1;
+        for (int k = 0; k < K; k++)
+          if (live[r][i] == freed[k]) index[i] = k;
+        pattern[r] = pattern[r] * 9 + (unsigned)(index[i] + 1);
+      }
+      last_first += index[0] == K - 1;
+      for (int i = 0; i + 1 < K - 1; i++) {
+        if (index[i] < 0 || index[i + 1] < 0) continue;
+        pairs++;
+        neighbours += index[i + 1] == index[i] - 1 || index[i + 1] == index[i] + 1;
+      }
+      int seen = 0;
+      for (int q = 0; q < r && !seen; q++) seen = pattern[q] == pattern[r];
+      distinct += !seen;
+    }
+    for (int r = 0; r < ROUNDS; r++)
+      for (int i = 0; i < K - 1; i++) free(live[r][i]);
+    printf("pairs of reused blocks: %d, neighbours in the free order: %d, distinct orders: %d of %d rounds, "
+           "block freed last first: %d\n", pairs, neighbours, distinct, ROUNDS, last_first);
+    /* At random, about 2 in 7 pairs are neighbours; a list gives nearly all. */
+    if (pairs >= ROUNDS && neighbours * 2 < pairs && distinct >= ROUNDS / 4 && last_first == 0)
+      printf("the reuse order is randomised\n");
+    return 0;
+  } else if (strcmp(name, "use_after_free_bin") == 0) {
+    /* The write after free of use_after_free_link on a medium block (the
+     * hardened build's bins: the block's first word is its page's encoded
+     * NULL, checked when the bin hands it out; on a page's list, its link). */
+    enum { N = 8, SIZE = 20000 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) blocks[i] = malloc(SIZE);
+    char *victim = launder(blocks[2]);
+    free(victim);
+    free(blocks[5]); /* freed last: the bin hands out the one below it */
+    memset(launder(victim), 0x41, 8);
+    for (int i = 0; i < 6; i++) ((volatile char *)malloc(SIZE))[0] = 1;
+    printf("mallocs after the write\n");
+    return keep_working();
   } else if (strcmp(name, "allocation_order_uniform") == 0) {
     /* Blocks of 2,048 B are carved 4 at a time (8 KiB): the order in which
      * malloc hands out one run of 4 neighbours is one of 24 permutations,
