@@ -149,17 +149,14 @@ static void bins_fold(tes_heap_t *heap, bool dropped) {
 }
 
 #if TES_SECURE
-/* Every block of the heap's hardened bins back to its page (which may
+/* Every block of one hardened bin back to its page (which may
  * retire). The slots are the heap's own memory: no link to distrust. */
-static void sbins_flush(tes_heap_t *heap) {
-  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
-    tes_sbin_t *bin = &heap->sbins[c];
-    for (uint32_t i = 0; i < bin->count; i++) {
-      tes_block_t *b = bin->slot[i];
-      tes_free_local_block(tes_page_of(tes_segment_of(b), b), b);
-    }
-    bin->count = 0;
+static void sbin_flush(tes_sbin_t *bin) {
+  for (uint32_t i = 0; i < bin->count; i++) {
+    tes_block_t *b = bin->slot[i];
+    tes_free_local_block(tes_page_of(tes_segment_of(b), b), b);
   }
+  bin->count = 0;
 }
 
 void *tes_sbin_damaged(tes_heap_t *heap, tes_page_t *page, tes_block_t *block, size_t size) {
@@ -207,14 +204,19 @@ static void bin_flush(tes_bin_t *bin) {
 }
 #endif
 
+/* Class c's bin, of either build, back to its pages. */
+static void class_bin_flush(tes_heap_t *heap, unsigned c) {
+#if TES_SECURE
+  sbin_flush(&heap->sbins[c]);
+#else
+  bin_flush(&heap->bins[c]);
+#endif
+}
+
 /* Every bin of the heap, then take the current TESSERA_BINS setting. */
 static void bins_flush(tes_heap_t *heap) {
   bins_fold(heap, false);
-#if TES_SECURE
-  sbins_flush(heap);
-#else
-  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) bin_flush(&heap->bins[c]);
-#endif
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) class_bin_flush(heap, c);
   bins_set_limits(heap);
 }
 
@@ -832,7 +834,7 @@ static void queues_sweep(tes_heap_t *heap) {
 static void growth_trim(tes_heap_t *heap, unsigned c) {
   for (unsigned k = 0; k < TES_CLASS_COUNT; k++) {
     if (k == c) continue;
-    bin_flush(&heap->bins[k]);
+    class_bin_flush(heap, k);
     tes_page_t *head = heap->queues[k].first;
     if (head != NULL && tes_page_live(head) == 0 && head_retire_if_empty(heap, head)) heap->idle_head[k] = NULL;
   }
