@@ -311,6 +311,11 @@ void tes_report_unowned(const void *p) {
       const tes_page_t *page = tes_page_of(seg, p);
       size_t offset = (size_t)((const uint8_t *)p - page->area);
       if (page->in_use || page->block_size == 0 || (const uint8_t *)p < page->area || offset % page->block_size != 0) {
+        /* A page that holds no block now, of a segment released since and
+         * taken again (a heap that took a segment of the other kind first
+         * freed its emptied ones, growth_trim, and took one back at once):
+         * a block of the segment's last life, freed again. */
+        if (!page->in_use && tes_segment_released_before(p)) goto released;
         tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
         return;
       }
@@ -321,6 +326,7 @@ void tes_report_unowned(const void *p) {
       tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
       return;
     }
+  released:
     tes_message("error: double free of %p (its segment was released after the block was freed) in thread %ld", p,
                 tes_os_thread_id());
   }

@@ -598,6 +598,39 @@ static int scenario(const char *name) {
     free(launder(q));
     pthread_t t;
     if (pthread_create(&t, NULL, free_in_thread, launder(p)) != 0 || pthread_join(t, NULL) != 0) return 6;
+  } else if (strcmp(name, "double_free_medium_binned_remote") == 0 ||
+             strcmp(name, "double_free_medium_binned_remote_trim") == 0) {
+    /* double_free_binned_remote on medium blocks, which the hardened build
+     * bins too (out of band, tes_sbin_t): the owner frees two into its bin,
+     * another thread frees the first again. Then (with
+     * TESSERA_ABORT_ON_ERROR=0) the owner's mallocs of the class, which the
+     * bin serves, must not hand it out twice. A small block first, so that
+     * the owner has a small segment; _trim: none, so pthread_create's
+     * small blocks make the owner take one, and growth_trim first flushes
+     * the medium bin, retires the emptied head and frees its segment, which
+     * the small one is then (the double free lands in a small page). */
+    enum { M = 8, SIZE = 20000 };
+    static unsigned char *m[M];
+    static char *small;
+    if (strcmp(name, "double_free_medium_binned_remote") == 0) small = malloc(64);
+    char *p = malloc(SIZE), *q = malloc(SIZE);
+    free(launder(p));
+    free(launder(q));
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_in_thread, launder(p)) != 0 || pthread_join(t, NULL) != 0) return 6;
+    for (int i = 0; i < M; i++) {
+      m[i] = malloc(SIZE);
+      memset(m[i], i + 1, SIZE);
+    }
+    for (int i = 0; i < M; i++)
+      for (size_t j = 0; j < SIZE; j++)
+        if (m[i][j] != (unsigned char)(i + 1)) {
+          printf("block %d overwritten: a medium block was handed out twice\n", i);
+          return 1;
+        }
+    for (int i = 0; i < M; i++) free(m[i]);
+    free(small);
+    return keep_working();
   } else if (strcmp(name, "use_after_free_link") == 0 || strcmp(name, "use_after_free_link_remote") == 0) {
     /* The program writes into a block after freeing it (obj->next = NULL
      * after free, or a stray string), over the encoded free-list link.
