@@ -38,6 +38,12 @@ endif()
 # collects and statistics (lib.api_park_stress, no fork); .fork forks while
 # they change hands, the child's threads taking the parent's parked heaps;
 # .no_park the same with TESSERA_HEAP_PARK=0 (the abandon at thread exit).
+# The nineteenth session's merges with the bins off (growth_trim then
+# flushes nothing; the hardened build's TESSERA_BINS=0 below).
+if(TEST lib.api_merge19_stress)
+  add_test(NAME lib.api_merge19_stress.no_bins COMMAND lib_api_merge19_stress)
+  set_tests_properties(lib.api_merge19_stress.no_bins PROPERTIES TIMEOUT 300 ENVIRONMENT "TESSERA_BINS=0")
+endif()
 if(TEST lib.api_park_stress)
   add_test(NAME lib.api_park_stress.fork COMMAND lib_api_park_stress fork)
   add_test(NAME lib.api_park_stress.no_park COMMAND lib_api_park_stress fork)
@@ -90,10 +96,12 @@ if(TARGET tessera_secure)
   # api_idle_class_rss.secure: emptied class heads retire in the hardened
   # build too (3.31 MiB above the start before, 0.02 after).
   # api_park_stress.secure: no heap is parked there; the blocks' checks.
+  # api_merge19_stress.secure: the nineteenth session's merges together
+  # (large cache take, growth_trim, the hardened medium bins).
   foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
           api_heap_destroy_mt api_large_xfree api_remote_sweep api_kept_destroy_race api_fc_collect
           api_idle_class_rss api_fc_sweep_stress api_visit_collect api_visit_foreign api_visit_delete
-          api_park_stress)
+          api_park_stress api_merge19_stress)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
