@@ -293,7 +293,8 @@ _Noreturn void tes_lock_reentered(const tes_lock_t *lock) {
  *  - a block start of a retired page of a live segment (its descriptor
  *    keeps the class the page had): the first free emptied the page;
  *  - an address in one of the last small/medium segments released
- *    (segment.c's ring), whose blocks were all free then;
+ *    (segment.c's ring), whose blocks were all free then, unmapped or
+ *    cached, or taken again and in a page that holds no block now;
  * each a double free. Otherwise p was never ours: an invalid free. (An
  * address that someone else has mapped since a segment of ours was
  * unmapped there is named a double free too: refused all the same.) */
