@@ -83,6 +83,17 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
     if (delayed) {
       want = (tf & ~TES_TF_MASK) | TES_TF_FREEING;
     } else {
+#if !TES_SECURE
+      /* A block freed twice in a row by other threads is the head of the
+       * stack (loaded anyway): it became its own link, and the owner
+       * handed it out again and again (4,012 times in 4,096 mallocs). The
+       * hardened build's tag exchange (tes_secure_check_free) refused it
+       * before this point. */
+      if (tes_unlikely(block == tes_tf_list(tf))) {
+        tes_report_double_free(page, block);
+        return; /* when the program goes on: not linked twice */
+      }
+#endif
       tes_block_set_next(page, block, tes_tf_list(tf));
       want = (uintptr_t)block | ((tf & ~(TES_TF_LIST_MASK | TES_TF_MASK)) + TES_TF_COUNT_ONE) | (tf & TES_TF_MASK);
     }

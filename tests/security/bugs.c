@@ -78,6 +78,14 @@ static void *free_in_thread(void *p) {
   return NULL;
 }
 
+/* Free p twice (a double free, both frees by a thread that does not own
+ * the block). */
+static void *free_twice_in_thread(void *p) {
+  free(p);
+  free(p);
+  return NULL;
+}
+
 /* Free p, then write over its first word (a write after free from the
  * freeing thread). */
 static void *free_then_write(void *p) {
@@ -589,6 +597,27 @@ static int scenario(const char *name) {
     pthread_t t;
     if (pthread_create(&t, NULL, free_in_thread, launder(p)) != 0 || pthread_join(t, NULL) != 0) return 6;
     free(launder(p));
+  } else if (strcmp(name, "double_free_remote_twice") == 0) {
+    /* Both frees from another thread, one after the other: the block went
+     * onto its page's remote stack twice (a cycle, its own link), and the
+     * owner handed it out again and again, silently (the default build;
+     * bins or not: the owner's bin never sees a remote free). q keeps the
+     * page in use. */
+    char *p = malloc(48), *q = malloc(48);
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_twice_in_thread, launder(p)) != 0 || pthread_join(t, NULL) != 0) return 6;
+    free(launder(q));
+    /* More than the page holds (1,365 blocks of 48 B in 64 KiB): its
+     * remote stack is taken, p must come back once at most. */
+    enum { N = 4096 };
+    static char *b[N];
+    int seen = 0;
+    for (int i = 0; i < N; i++) seen += (b[i] = malloc(48)) == p;
+    for (int i = 0; i < N; i++) free(b[i]);
+    if (seen > 1) {
+      printf("handed out %d times after its double free\n", seen);
+      return 1;
+    }
   } else if (strcmp(name, "double_free_binned_remote") == 0) {
     /* The owner frees first (the default build: into its bin), another
      * thread frees the block again. It was handed out twice, silently: from
