@@ -113,20 +113,102 @@ size_t tes_page_collect(tes_page_t *page) {
  * remote freer's tag (tes_secure_remote_block_ok). At one the owner freed
  * too at the same moment (reported there) the list ends: that block is on
  * the local list already, or handed out again from it, and its link is the
- * owner's or the program's now, so the blocks after it are lost, never
- * handed out twice; it leaves the count. At most *count steps (a block
+ * owner's or the program's now: the blocks after it are found again by
+ * remote_rest_find (twentieth session; before, they were lost until the
+ * page retired), or else left out, never handed out twice; it leaves the
+ * count. At most *count steps (a block
  * pushed twice makes a cycle); a link found overwritten cuts the list too
  * (tes_block_next_checked, reported by tes_page_collect). *tail: the
  * list's last block, or NULL. One load of each block's size word: the
  * owner now walks the stack it used to splice whole (RELIABILITY.md,
  * eighteenth session, for the cost). */
+/* Error path of remote_list_checked: the stack's blocks past the one the
+ * owner freed too, `lost` of them, whose chain started at that block's
+ * link (overwritten by the owner's push). They still carry the remote
+ * freer's tag and their own links, so the page is searched (its carved
+ * blocks, at most 4,096): among the blocks with that tag and on none of
+ * the page's lists (nor in `kept`, the part of the stack already taken),
+ * a chain head is one no other such block links to; its chain must run
+ * through `lost` such blocks to the stack's NULL end. Exactly one head
+ * doing so is the lost chain: returned (*tail: its last block). Anything
+ * else (another remote free in flight, a second damaged block, a delayed
+ * block of this page) returns NULL: those blocks stay out, as before,
+ * rather than risk handing one out twice. */
+enum { REST_MAX = 4096 };
+static inline bool rest_has(const uint64_t *set, size_t i) { return (set[i / 64] >> (i % 64)) & 1; }
+static inline tes_block_t *rest_block(const tes_page_t *page, size_t i) {
+  return (tes_block_t *)(page->area + i * page->block_size);
+}
+/* The index of a carved block start b, or SIZE_MAX. */
+static size_t rest_index(const tes_page_t *page, const tes_block_t *b) {
+  size_t i;
+  return b != NULL && tes_secure_block_index(page, b, &i) && i < page->capacity ? i : SIZE_MAX;
+}
+static void rest_unmark(const tes_page_t *page, uint64_t *set, const tes_block_t *b) {
+  size_t i;
+  for (size_t limit = page->capacity; limit-- > 0 && (i = rest_index(page, b)) != SIZE_MAX; b = tes_block_next(page, b))
+    set[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+static tes_block_t *remote_rest_find(tes_page_t *page, const tes_block_t *kept, size_t lost, tes_block_t **tail) {
+  static_assert(((size_t)1 << TES_SMALL_PAGE_SHIFT) / 16 <= REST_MAX, "a small page's blocks fit the sets");
+  size_t capacity = page->capacity;
+  if (lost == 0 || capacity > REST_MAX) return NULL;
+  uint64_t tagged[REST_MAX / 64] = {0}, linked[REST_MAX / 64] = {0};
+  bool small = page->block_size <= TES_SMALL_BLOCK_MAX;
+  for (size_t i = 0; i < capacity; i++) {
+    uint32_t word;
+    memcpy(&word, tes_secure_size_word_in(page, rest_block(page, i), small), sizeof word);
+    if (word == TES_FREED_TAG32_REMOTE) tagged[i / 64] |= (uint64_t)1 << (i % 64);
+  }
+  rest_unmark(page, tagged, page->free);
+  rest_unmark(page, tagged, page->local_free);
+  rest_unmark(page, tagged, kept);
+  for (size_t i = 0; i < capacity; i++) { /* what the tagged blocks link to */
+    size_t j = rest_has(tagged, i) ? rest_index(page, tes_block_next(page, rest_block(page, i))) : SIZE_MAX;
+    if (j != SIZE_MAX) linked[j / 64] |= (uint64_t)1 << (j % 64);
+  }
+  tes_block_t *found = NULL;
+  for (size_t i = 0; i < capacity; i++) {
+    if (!rest_has(tagged, i) || rest_has(linked, i)) continue;
+    tes_block_t *b = rest_block(page, i), *last = NULL;
+    size_t n = 0, j;
+    for (; n < lost && (j = rest_index(page, b)) != SIZE_MAX && rest_has(tagged, j); n++) {
+      last = b;
+      b = tes_block_next(page, b);
+    }
+    if (n != lost || b != NULL) continue;
+    if (found != NULL) return NULL; /* two chains would do: neither is sure */
+    found = rest_block(page, i);
+    *tail = last;
+  }
+  return found;
+}
+
+/* The cut, out of line (the walk keeps its registers): the kept part
+ * (list .. prev, or none) ends at prev, then the lost chain follows if
+ * remote_rest_find finds it. The list's head and tail after it. */
+typedef struct {
+  tes_block_t *head, *tail;
+} rest_list_t;
+static TES_NOINLINE rest_list_t remote_rest_splice(tes_page_t *page, tes_block_t *list, tes_block_t *prev,
+                                                   size_t lost) {
+  if (prev != NULL) tes_block_set_next(page, prev, NULL);
+  tes_block_t *rest_tail, *rest = remote_rest_find(page, list, lost, &rest_tail);
+  if (rest == NULL) return (rest_list_t){list, prev};
+  if (prev == NULL) return (rest_list_t){rest, rest_tail};
+  tes_block_set_next(page, prev, rest);
+  return (rest_list_t){list, rest_tail};
+}
+
 static tes_block_t *remote_list_checked(tes_page_t *page, tes_block_t *list, size_t *count, tes_block_t **tail) {
   tes_block_t *prev = NULL, *b = list;
   bool small = page->block_size <= TES_SMALL_BLOCK_MAX;
   for (size_t n = 0, limit = *count; b != NULL && n < limit; n++) {
     if (tes_unlikely(!tes_secure_remote_block_ok(page, b, small))) {
       (*count)--;
-      if (prev == NULL) list = NULL;
+      rest_list_t kept = remote_rest_splice(page, prev == NULL ? NULL : list, prev, limit - n - 1);
+      list = kept.head;
+      prev = kept.tail;
       break;
     }
     prev = b;
