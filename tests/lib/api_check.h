@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "active_clock.h" /* api_now_seconds */
+
 static int api_failures;
 static const char *api_current_group = "";
 
@@ -122,11 +124,7 @@ static inline int64_t api_statm_bytes(int field) {
 static inline int64_t api_rss_bytes(void) { return api_statm_bytes(1); }
 static inline int64_t api_vsz_bytes(void) { return api_statm_bytes(0); }
 
-static inline double api_now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static inline double api_now_seconds(void) { return active_clock_now(); }
 
 static inline void api_sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

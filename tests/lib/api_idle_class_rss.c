@@ -19,7 +19,6 @@
  * (nothing to measure): such a round is not judged, it is taken again. */
 #define _GNU_SOURCE
 #include "api_check.h"
-#include "active_clock.h"
 
 #include "tessera.h"
 

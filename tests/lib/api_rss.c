@@ -33,7 +33,6 @@
 #define _GNU_SOURCE
 #include "fresh_modes.h"
 #include "api_check.h"
-#include "active_clock.h"
 
 #include "tessera.h"
 

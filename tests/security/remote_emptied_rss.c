@@ -15,7 +15,6 @@
  * libtessera is loaded, so a broken preload cannot pass). */
 #define _GNU_SOURCE
 #include "api_check.h"
-#include "active_clock.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
