@@ -131,9 +131,11 @@ size_t tes_page_collect(tes_page_t *page) {
  * a chain head is one no other such block links to; its chain must run
  * through `lost` such blocks to the stack's NULL end. Exactly one head
  * doing so is the lost chain: returned (*tail: its last block). Anything
- * else (another remote free in flight, a second damaged block, a delayed
- * block of this page) returns NULL: those blocks stay out, as before,
- * rather than risk handing one out twice. */
+ * else (two chains would do, none does: a damaged block among them)
+ * returns NULL: those blocks stay out, as before, rather than risk
+ * handing one out twice. What can still mislead it takes three faults at
+ * once: the lost chain damaged, its count 1, and another thread's free
+ * into this page's empty stack caught between its tag and its push. */
 enum { REST_MAX = 4096 };
 static inline bool rest_has(const uint64_t *set, size_t i) { return (set[i / 64] >> (i % 64)) & 1; }
 static inline tes_block_t *rest_block(const tes_page_t *page, size_t i) {
@@ -163,6 +165,8 @@ static tes_block_t *remote_rest_find(tes_page_t *page, const tes_block_t *kept, 
   rest_unmark(page, tagged, page->free);
   rest_unmark(page, tagged, page->local_free);
   rest_unmark(page, tagged, kept);
+  /* and the blocks other threads pushed since the stack was taken */
+  rest_unmark(page, tagged, tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_acquire)));
   for (size_t i = 0; i < capacity; i++) { /* what the tagged blocks link to */
     size_t j = rest_has(tagged, i) ? rest_index(page, tes_block_next(page, rest_block(page, i))) : SIZE_MAX;
     if (j != SIZE_MAX) linked[j / 64] |= (uint64_t)1 << (j % 64);

@@ -130,8 +130,10 @@ static void *free_rest_in_thread(void *arg) {
 }
 
 /* rest: that many blocks after the victim freed by another thread first
- * (under the victim on the remote stack). */
-static int owner_remote_race(size_t size, int count, int victim, int rest) {
+ * (under the victim on the remote stack); damaged: the link of the second
+ * of them then overwritten (a write after free), so that their chain
+ * cannot be told for sure: none of them may come back. */
+static int owner_remote_race(size_t size, int count, int victim, int rest, bool damaged) {
   enum { MAX = 2000 };
   static char *blocks[MAX], *under[MAX];
   for (int i = 0; i < count; i++) {
@@ -141,6 +143,7 @@ static int owner_remote_race(size_t size, int count, int victim, int rest) {
   for (int i = 0; i < rest; i++) under[i] = blocks[victim + 1 + i];
   pthread_t r;
   if (rest > 0 && (pthread_create(&r, NULL, free_rest_in_thread, under) != 0 || pthread_join(r, NULL) != 0)) return 6;
+  if (damaged) memset(under[1], 0x41, sizeof(void *));
   char *x = blocks[victim];
   tes_page_t *page = tes_page_of(tes_segment_of(x), x);
   uint32_t *word = tes_secure_size_word(page, x);
@@ -170,20 +173,23 @@ static int owner_remote_race(size_t size, int count, int victim, int rest) {
     for (int i = 0; i < MAX; i++) back += again[i] == under[k];
   printf("the block freed by both at once was handed out %d time(s), never twice; %d of the %d blocks under it "
          "handed out again\n", hits, back, rest);
+  if (damaged) return hits <= 1 && back == 0 ? 0 : 1;
   if (back < rest) printf("blocks lost\n");
   return hits <= 1 && back == rest ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
-  if (argc == 2 && strcmp(argv[1], "owner_remote_race") == 0) return owner_remote_race(48, 64, 10, 0);
+  if (argc == 2 && strcmp(argv[1], "owner_remote_race") == 0) return owner_remote_race(48, 64, 10, 0, false);
   /* _rest: three blocks under the victim on the stack (twentieth session:
    * they were lost). */
-  if (argc == 2 && strcmp(argv[1], "owner_remote_race_rest") == 0) return owner_remote_race(48, 64, 10, 3);
+  if (argc == 2 && strcmp(argv[1], "owner_remote_race_rest") == 0) return owner_remote_race(48, 64, 10, 3, false);
+  if (argc == 2 && strcmp(argv[1], "owner_remote_race_rest_damaged") == 0)
+    return owner_remote_race(48, 64, 10, 3, true);
   /* 3,000 B: pages of 21 blocks, the first one full after 200 (bugs.c). */
-  if (argc == 2 && strcmp(argv[1], "owner_remote_race_delayed") == 0) return owner_remote_race(3000, 200, 5, 0);
+  if (argc == 2 && strcmp(argv[1], "owner_remote_race_delayed") == 0) return owner_remote_race(3000, 200, 5, 0, false);
   if (argc == 2 && strcmp(argv[1], "free_count_interior_link") == 0) return free_count_interior_link();
   if (argc == 2 && strcmp(argv[1], "large_free_race") == 0) return large_free_race();
   if (argc == 2 && strcmp(argv[1], "large_free_race_late") == 0) return large_free_race_late();
-  fprintf(stderr, "usage: %s free_count_interior_link|large_free_race[_late]|owner_remote_race[_rest|_delayed]\n", argv[0]);
+  fprintf(stderr, "usage: %s free_count_interior_link|large_free_race[_late]|owner_remote_race[_rest[_damaged]|_delayed]\n", argv[0]);
   return 2;
 }
