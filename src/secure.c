@@ -7,7 +7,8 @@
  *    tes_link_encode: 3 instructions per link);
  *  - randomised allocation order within a page: each extension of a page's
  *    free list links its new blocks in a shuffled order (here, once per
- *    8 KiB of blocks; malloc itself only pops);
+ *    8 KiB of blocks, through a shuffle buffer of about 1 KiB: every block
+ *    one of 24-64 equally likely ones; malloc itself only pops);
  *  - the block freed last is not the next one handed out: the bins (medium
  *    classes only, internal.h tes_sbin_t) are out of band and hand out a
  *    random block below the one freed last, and a page whose free list is
@@ -226,31 +227,30 @@ void tes_secure_page_init(tes_page_t *page) {
 }
 
 /* Link `count` new blocks (from index page->capacity on) in a random order
- * in front of page->free, through a shuffle buffer of TES_SHUFFLE_POOL
- * blocks: the pool starts with the extension's first blocks; each step
- * hands out one of the pool's blocks drawn uniformly and puts the next
- * block in address order in its place (the last steps drain the pool).
- * So every block but the last few of an extension is one of
- * TES_SHUFFLE_POOL equally likely ones, whatever is known of the blocks
- * handed out before (log2 32 = 5 bits a step; a full Fisher-Yates of the
- * extension gave more to the first steps and less to the last ones, and
- * mimalloc's 64 slices of a 4 KiB extension average 3.3-5.0 bits, 2.3-4.0
- * for the best guess), while the walk stays near the address order: a
- * block is handed out at most TES_SHUFFLE_POOL - 1 steps early and, on
- * average, TES_SHUFFLE_POOL steps late. A full shuffle of each 8 KiB made
- * programs that walk their objects in allocation order (CPython) up to 2x
- * as slow: the hardware prefetchers cannot follow (RELIABILITY.md, the
- * nineteenth and twentieth sessions). Each xorshift step gives four 16-bit
- * draws, the bound taken by a multiply (exact for a pool of a power of two
- * blocks). About the same instructions a block as the Fisher-Yates pass
- * and its linking pass it replaces: paid once per carved block, never per
- * malloc. */
-#ifndef TES_SHUFFLE_POOL_BYTES
+ * in front of page->free, through a shuffle buffer: a pool of the
+ * extension's first k blocks (k = TES_SHUFFLE_POOL_BYTES / block size,
+ * clamped to [TES_SHUFFLE_POOL_MIN, TES_SHUFFLE_POOL_MAX] and to count);
+ * each step hands out one of the pool's blocks drawn uniformly and puts
+ * the next block in address order in its place; the last k steps drain
+ * the pool. The pool is always the k lowest blocks not handed out yet, so
+ * every block but the last few of an extension is one of k equally likely
+ * ones, whatever is known of the blocks handed out before (4.1-5.8 bits a
+ * step for blocks up to 128 B, 3.6 at 256 B; mimalloc's secure extension,
+ * 64 slices of at most 4 KiB: 2.4-5.0 bits, 1.6-3.9 for its best guess),
+ * while the walk stays near the address order: a block is handed out at
+ * most k - 1 steps early and, on average, k steps late. The full
+ * Fisher-Yates of each 8 KiB extension it replaces made programs that
+ * walk their objects in allocation order (CPython) up to 2x as slow: the
+ * hardware prefetchers cannot follow a walk spread over 8 KiB
+ * (RELIABILITY.md, nineteenth and twentieth sessions: this order takes
+ * 13-18% off the hardened python row). From 384 B on an extension holds
+ * fewer blocks than the pool, and the order is a full shuffle of it, as
+ * before. Each xorshift step gives four 16-bit draws, the bound taken by
+ * a multiply (bias below 0.1% with k <= 64). About 16 instructions a
+ * block (19 for the Fisher-Yates and its linking pass), paid once per
+ * carved block, never per malloc. */
 #define TES_SHUFFLE_POOL_BYTES 1024
-#endif
-#ifndef TES_SHUFFLE_POOL_MIN
-#define TES_SHUFFLE_POOL_MIN 24
-#endif
+#define TES_SHUFFLE_POOL_MIN 24 /* below mimalloc's entropy at 64 B with 16 */
 #define TES_SHUFFLE_POOL_MAX 64
 void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
   uint32_t pool[TES_SHUFFLE_POOL_MAX];
