@@ -86,14 +86,20 @@ const uintptr_t tes_bin_end_words[2] = {0, 1};
 
 /* Blocks a bin of class c may hold: 256 KiB worth, at least 2 and at most
  * 64 (all bins of a heap full at once: about 6.8 MiB, until the next flush);
- * none with TESSERA_BINS=0. The hardened build's (tes_sbin_t) hold at most
- * TES_SBIN_SLOTS, and only its medium classes have any. Less is slower
- * where medium blocks churn: fit-large ran 1.27x the time with 128 KiB
- * worth (at least 2), 1.52x with 32 KiB (at least 1); see PERFORMANCE.md. */
+ * none with TESSERA_BINS=0. The hardened build's (tes_sbin_t) hold 1 MiB
+ * worth, at most TES_SBIN_SLOTS (all full: about 12.4 MiB; 3.8 MiB with
+ * 256 KiB worth), and only its medium classes have any: with 256 KiB
+ * worth (the 64 KiB class 4 blocks,
+ * the 128 KiB class 2) fit-large's medium mallocs ran out of binned blocks
+ * and took the miss path three times as often, 106.0 M instructions against
+ * 85.9 M (512 KiB: 90.9 M; 4 MiB: 85.2 M; RELIABILITY.md, twentieth
+ * session). Less is slower where medium blocks churn: fit-large ran 1.27x
+ * the time with 128 KiB worth (at least 2), 1.52x with 32 KiB (at least 1);
+ * see PERFORMANCE.md. */
 static uint32_t bin_limit(unsigned c) {
   if (!tes_opt(TES_OPTION_BINS)) return 0;
   if (TES_SECURE && tes_class_size(c) <= TES_SMALL_BLOCK_MAX) return 0; /* hardened: medium classes only (internal.h) */
-  size_t n = ((size_t)256 << 10) / tes_class_size(c);
+  size_t n = ((size_t)(TES_SECURE ? 1024 : 256) << 10) / tes_class_size(c); /* KiB worth */
 #if TES_SECURE
   const size_t most = TES_SBIN_SLOTS;
 #else

@@ -4,21 +4,22 @@
 # tes_heap_malloc_miss, where malloc's fast path goes when it misses),
 # measured with callgrind (not a timing).
 #
-#   slowpath_budget.sh BUDGET PROGRAM LIBRARY [FUNCTION]
+#   slowpath_budget.sh BUDGET PROGRAM LIBRARY [FUNCTION [MAX_CALLS]]
 #
 # Runs PROGRAM (slowpath_budget) under callgrind with LIBRARY preloaded and
 # TESSERA_PURGE_DELAY_MS at its maximum, so that no timed work (the default
 # build's bin flush, the hardened build's kept-page window, purges) falls
 # due during the run: the same calls every run. Prints the slow path's
 # inclusive count divided by its calls; exits 1 if that exceeds BUDGET, or
-# if the slow path was never reached (the test would prove nothing). Exit 77
+# if the slow path was never reached (the test would prove nothing), or
+# with MAX_CALLS, if it was reached more often than that. Exit 77
 # (skipped) when valgrind or callgrind_annotate is not installed.
 set -eu
-if [ $# -ne 3 ] && [ $# -ne 4 ]; then
-  echo "usage: $0 BUDGET PROGRAM LIBRARY [FUNCTION]" >&2
+if [ $# -lt 3 ] || [ $# -gt 5 ]; then
+  echo "usage: $0 BUDGET PROGRAM LIBRARY [FUNCTION [MAX_CALLS]]" >&2
   exit 2
 fi
-budget="$1" program="$2" lib="$3" fn="${4:-tes_heap_malloc_generic}"
+budget="$1" program="$2" lib="$3" fn="${4:-tes_heap_malloc_generic}" max_calls="${5:-}"
 for tool in valgrind callgrind_annotate; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     echo "SKIP: $tool is not installed (apt-get install valgrind)" >&2
@@ -55,5 +56,9 @@ per=$(awk -v a="$incl" -v n="$calls" 'BEGIN { printf "%.1f", a / n }')
 echo "malloc slow path ($fn): $per instructions a call over $calls calls (budget $budget)"
 if awk -v v="$per" -v b="$budget" 'BEGIN { exit !(v > b) }'; then
   echo "FAIL: $per instructions a call, budget $budget" >&2
+  exit 1
+fi
+if [ -n "$max_calls" ] && [ "$calls" -gt "$max_calls" ]; then
+  echo "FAIL: $calls calls of $fn, at most $max_calls" >&2
   exit 1
 fi
