@@ -182,6 +182,19 @@ static inline bool secure_quick(const tes_segment_t *seg, tes_page_t *page, void
 #endif
 }
 
+/* The same for a free of another thread's block (tes_secure_check_free's
+ * checks, reporting nothing: the segment's cookie, then the block test and
+ * the atomic exchange of the freed tag, tes_secure_free_quick_any_thread;
+ * what fails goes to free_checked, which repeats them and reports). */
+static inline bool secure_quick_remote(const tes_segment_t *seg, tes_page_t *page, void *p) {
+#if TES_SECURE
+  return tes_secure_cookie_ok(seg) && tes_secure_free_quick_any_thread(page, p);
+#else
+  (void)seg, (void)page, (void)p;
+  return true;
+#endif
+}
+
 /* The inline free missed the slice table. With more than 64 MiB of a
  * thread's blocks live, most frees of its own blocks land here because
  * their slices lost their slots to collisions (fit-large: 330 MB live, 90%
@@ -193,7 +206,9 @@ static inline bool secure_quick(const tes_segment_t *seg, tes_page_t *page, void
  * without a heap has TES_TID_NONE), and the page is in use. The hardened
  * build adds the checks of tes_secure_check_free (the segment's cookie, then
  * tes_secure_free_quick); whatever fails them goes to free_checked, which
- * repeats them and reports. */
+ * repeats them and reports. Another thread's small or medium block is
+ * settled here too, in both builds (the hardened one with
+ * tes_secure_free_quick_any_thread); large blocks only in the default. */
 void tes_free_slow(void *p) {
   if (p == NULL) return; /* free(NULL) is common (libc and C++ runtimes, "free(old); old = new"): settle it first */
   if (tes_likely(tes_segmap_get(p) == 1)) {
@@ -207,31 +222,34 @@ void tes_free_slow(void *p) {
         tes_free_owned(page, (tes_block_t *)p);
         return;
       }
-#if !TES_SECURE
     } else if (heap->is_static) {
       /* No heap yet (free_checked makes one) or past thread exit. */
     } else if (seg->kind == TES_SEG_LARGE) {
+#if !TES_SECURE
       /* A large block (shared: any thread frees it): tes_owned_segment's
        * check, without repeating the segment-map lookup and without the two
-       * calls (large_cycle_bench: a cycle took 920 instructions, 869 since). */
+       * calls (large_cycle_bench: a cycle took 920 instructions, 869 since).
+       * The hardened build's large frees take free_checked. */
       if (tes_likely(tes_large_owned_block(seg, p))) {
         heap->counters.large_frees++;
         tes_large_free(seg);
         return;
       }
+#endif
     } else {
       /* Another thread's block (or an exited thread's): the checks
-       * free_checked makes through tes_owned_segment, without repeating the
-       * segment-map lookup and without the two calls. Threads that free
-       * each other's blocks come here on most frees (mstress: callgrind,
-       * 137 instructions a remote free from tes_free_slow on, now 67). */
+       * free_checked makes through tes_owned_segment (and, hardened,
+       * tes_secure_check_free), without repeating the segment-map lookup
+       * and without the calls. Threads that free each other's blocks come
+       * here on most frees (mstress: callgrind, 137 instructions a remote
+       * free from tes_free_slow on, now 67; hardened prodcons/8t: 204 from
+       * free on, now 95, twentieth session). */
       tes_page_t *page = tes_page_of(seg, p);
-      if (tes_likely(page_holds(page, p))) {
+      if (tes_likely(page_holds(page, p) && secure_quick_remote(seg, page, p))) {
         heap->counters.remote_frees++;
         tes_free_remote(page, (tes_block_t *)p);
         return;
       }
-#endif
     }
   }
   free_checked(p);

@@ -10,6 +10,7 @@ function(tessera_budget_program program)
   if(NOT TARGET ${program})
     add_executable(${program} ${PROJECT_SOURCE_DIR}/tests/lib/${program}.c)
     target_compile_options(${program} PRIVATE -O2 -fno-builtin)
+    target_link_libraries(${program} PRIVATE Threads::Threads)
   endif()
 endfunction()
 
@@ -73,4 +74,17 @@ function(tessera_add_refill_budget test_name budget library_target)
   if(ARGN)
     set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${ARGN}")
   endif()
+endfunction()
+
+# Instructions per free that misses the slice table (tes_free_slow and
+# everything it calls) in LIBRARY_TARGET preloaded, on
+# remote_free_budget's batches, where nearly every such free is a free of
+# another thread's block (tests/lib/slowpath_budget.sh). Skipped (77) when
+# valgrind is missing.
+function(tessera_add_remote_free_budget test_name budget library_target)
+  tessera_budget_program(remote_free_budget)
+  add_test(NAME ${test_name}
+    COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.sh ${budget}
+            $<TARGET_FILE:remote_free_budget> $<TARGET_FILE:${library_target}> tes_free_slow)
+  set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endfunction()
