@@ -120,9 +120,9 @@ size_t tes_page_collect(tes_page_t *page) {
  * list's last block, or NULL. One load of each block's size word: the
  * owner now walks the stack it used to splice whole (RELIABILITY.md,
  * eighteenth session, for the cost). */
-static tes_block_t *remote_list_checked(tes_page_t *page, tes_block_t *list, size_t *count, tes_block_t **tail) {
+TES_INLINE tes_block_t *remote_list_walk(tes_page_t *page, tes_block_t *list, size_t *count,
+                                         tes_block_t **tail, bool small) {
   tes_block_t *prev = NULL, *b = list;
-  bool small = page->block_size <= TES_SMALL_BLOCK_MAX;
   for (size_t n = 0, limit = *count; b != NULL && n < limit; n++) {
     if (tes_unlikely(!tes_secure_remote_block_ok(page, b, small))) {
       (*count)--;
@@ -138,6 +138,13 @@ static tes_block_t *remote_list_checked(tes_page_t *page, tes_block_t *list, siz
   if (prev != NULL) tes_block_set_next(page, prev, NULL);
   *tail = prev;
   return list;
+}
+
+/* Two copies of the walk: a small page's (the size word at the block's
+ * end, no compare a block) and a medium page's. */
+static tes_block_t *remote_list_checked(tes_page_t *page, tes_block_t *list, size_t *count, tes_block_t **tail) {
+  if (page->block_size <= TES_SMALL_BLOCK_MAX) return remote_list_walk(page, list, count, tail, true);
+  return remote_list_walk(page, list, count, tail, false);
 }
 #endif
 

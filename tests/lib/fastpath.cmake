@@ -79,12 +79,18 @@ endfunction()
 # Instructions per free that misses the slice table (tes_free_slow and
 # everything it calls) in LIBRARY_TARGET preloaded, on
 # remote_free_budget's batches, where nearly every such free is a free of
-# another thread's block (tests/lib/slowpath_budget.sh). Skipped (77) when
-# valgrind is missing.
+# another thread's block (tests/lib/slowpath_budget.sh); or per call of the
+# function named after the library target (tes_heap_malloc_miss: the
+# allocating thread's misses, each a page refilled from its remote stack).
+# Skipped (77) when valgrind is missing.
 function(tessera_add_remote_free_budget test_name budget library_target)
+  set(fn tes_free_slow)
+  if(ARGN)
+    set(fn ${ARGN})
+  endif()
   tessera_budget_program(remote_free_budget)
   add_test(NAME ${test_name}
     COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.sh ${budget}
-            $<TARGET_FILE:remote_free_budget> $<TARGET_FILE:${library_target}> tes_free_slow)
+            $<TARGET_FILE:remote_free_budget> $<TARGET_FILE:${library_target}> ${fn})
   set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endfunction()
