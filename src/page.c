@@ -181,6 +181,26 @@ static size_t page_collect(tes_page_t *page) {
         page->local_free = last; /* the block freed last, then the remote ones */
         return remote;
       }
+      /* local_free is one block (the one the last refill held back: a
+       * page that only other threads free, the producer of a
+       * producer/consumer pair, has nothing else there). It goes to free
+       * in front of the remote ones, and the remote stack's head, freed
+       * last, is the block held back. Before, free got that one block
+       * and local_free the remote stack, so every other miss refilled the
+       * page with one block (bench_prodcons --threads 8: 122,882 misses
+       * against the default build's 68,113). Not after a link found
+       * overwritten (the page reports it). */
+      if (list != NULL && page->corrupt_link == NULL) {
+        tes_block_t *more = tes_secure_hold_back(page, list, NULL);
+        if (more != NULL) {
+          tes_block_set_next(page, last, more);
+          page->installed += remote - 1;
+          page->free = last;
+          page->free_is_zero = 0;
+          page->local_free = list; /* the remote stack's head, alone */
+          return remote;
+        }
+      }
 #endif
       page->free = page->local_free;
       page->free_is_zero = 0;

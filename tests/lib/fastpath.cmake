@@ -80,8 +80,8 @@ endfunction()
 # everything it calls) in LIBRARY_TARGET preloaded, on
 # remote_free_budget's batches, where nearly every such free is a free of
 # another thread's block (tests/lib/slowpath_budget.sh); or per call of the
-# function named after the library target (tes_heap_malloc_miss: the
-# allocating thread's misses, each a page refilled from its remote stack).
+# function named after the library target (malloc: the allocating thread's
+# mallocs, whose misses refill pages from their remote stacks).
 # Skipped (77) when valgrind is missing.
 function(tessera_add_remote_free_budget test_name budget library_target)
   set(fn tes_free_slow)
