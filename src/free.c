@@ -171,26 +171,19 @@ static TES_NOINLINE void free_checked(void *p) {
   }
 }
 
-/* The hardened build's checks of a free into a page of ours (those of
- * tes_secure_check_free, reporting nothing); none in the default build. */
-static inline bool secure_quick(const tes_segment_t *seg, tes_page_t *page, void *p) {
+/* The hardened build's checks of a free into a page of ours, or (remote)
+ * of another thread's block: those of tes_secure_check_free, reporting
+ * nothing (the segment's cookie, then the block test, the freed tag and
+ * the canary; for another thread's block the tag goes in by an atomic
+ * exchange, tes_secure_free_quick_any_thread); what fails goes to
+ * free_checked, which repeats them and reports. None in the default
+ * build. */
+TES_INLINE bool secure_quick(const tes_segment_t *seg, tes_page_t *page, void *p, bool remote) {
 #if TES_SECURE
+  if (remote) return tes_secure_cookie_ok(seg) && tes_secure_free_quick_any_thread(page, p);
   return tes_secure_cookie_ok(seg) && tes_secure_free_quick(page, p);
 #else
-  (void)seg, (void)page, (void)p;
-  return true;
-#endif
-}
-
-/* The same for a free of another thread's block (tes_secure_check_free's
- * checks, reporting nothing: the segment's cookie, then the block test and
- * the atomic exchange of the freed tag, tes_secure_free_quick_any_thread;
- * what fails goes to free_checked, which repeats them and reports). */
-static inline bool secure_quick_remote(const tes_segment_t *seg, tes_page_t *page, void *p) {
-#if TES_SECURE
-  return tes_secure_cookie_ok(seg) && tes_secure_free_quick_any_thread(page, p);
-#else
-  (void)seg, (void)page, (void)p;
+  (void)seg, (void)page, (void)p, (void)remote;
   return true;
 #endif
 }
@@ -216,7 +209,7 @@ void tes_free_slow(void *p) {
     tes_heap_t *heap = tes_tls_heap;
     if (tes_likely(atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id)) {
       tes_page_t *page = tes_page_of(seg, p);
-      if (tes_likely(page_holds(page, p) && secure_quick(seg, page, p))) {
+      if (tes_likely(page_holds(page, p) && secure_quick(seg, page, p, false))) {
         /* Take the slot back, so the next frees into this page hit it. */
         tes_slice_set(heap, tes_slice_of(p), page);
         tes_free_owned(page, (tes_block_t *)p);
@@ -246,7 +239,7 @@ void tes_free_slow(void *p) {
        * free_checked before the twentieth session, 111.3 since,
        * security.remote_free_budget). */
       tes_page_t *page = tes_page_of(seg, p);
-      if (tes_likely(page_holds(page, p) && secure_quick_remote(seg, page, p))) {
+      if (tes_likely(page_holds(page, p) && secure_quick(seg, page, p, true))) {
         heap->counters.remote_frees++;
         tes_free_remote(page, (tes_block_t *)p);
         return;
