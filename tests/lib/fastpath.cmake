@@ -10,6 +10,7 @@ function(tessera_budget_program program)
   if(NOT TARGET ${program})
     add_executable(${program} ${PROJECT_SOURCE_DIR}/tests/lib/${program}.c)
     target_compile_options(${program} PRIVATE -O2 -fno-builtin)
+    target_link_libraries(${program} PRIVATE Threads::Threads)
   endif()
 endfunction()
 
@@ -47,30 +48,46 @@ function(tessera_add_large_cycle_budget test_name library_target)
   set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endfunction()
 
-# Instructions per call of the malloc slow path (tes_heap_malloc_generic, or
-# the function named after the library target, and everything it calls) in
-# LIBRARY_TARGET preloaded, on slowpath_budget's fit-large-like workload
+# Instructions per call of FUNCTION (and everything it calls; the
+# script's default, tes_heap_malloc_generic, when FUNCTION is empty) in
+# LIBRARY_TARGET preloaded, on the workload tests/lib/PROGRAM.c
 # (tests/lib/slowpath_budget.sh). Skipped (77) when valgrind is missing.
-function(tessera_add_slowpath_budget test_name budget library_target)
-  tessera_budget_program(slowpath_budget)
+function(tessera_add_call_budget test_name budget program library_target)
+  tessera_budget_program(${program})
   add_test(NAME ${test_name}
     COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.sh ${budget}
-            $<TARGET_FILE:slowpath_budget> $<TARGET_FILE:${library_target}> ${ARGN})
+            $<TARGET_FILE:${program}> $<TARGET_FILE:${library_target}> ${ARGN})
   set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endfunction()
+
+# Instructions per call of the malloc slow path (tes_heap_malloc_generic, or
+# the function named after the library target, and everything it calls) in
+# LIBRARY_TARGET preloaded, on slowpath_budget's fit-large-like workload.
+function(tessera_add_slowpath_budget test_name budget library_target)
+  tessera_add_call_budget(${test_name} ${budget} slowpath_budget ${library_target} ${ARGN})
 endfunction()
 
 # Instructions per malloc miss (tes_heap_malloc_miss and everything it
 # calls) in LIBRARY_TARGET preloaded, on refill_budget's batches, where
-# nearly every miss is a page refilled from its owner's frees
-# (tests/lib/slowpath_budget.sh). Extra arguments are NAME=VALUE settings
-# for the environment (TESSERA_BINS=0). Skipped (77) when valgrind is missing.
+# nearly every miss is a page refilled from its owner's frees. Extra
+# arguments are NAME=VALUE settings for the environment (TESSERA_BINS=0).
 function(tessera_add_refill_budget test_name budget library_target)
-  tessera_budget_program(refill_budget)
-  add_test(NAME ${test_name}
-    COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/slowpath_budget.sh ${budget}
-            $<TARGET_FILE:refill_budget> $<TARGET_FILE:${library_target}> tes_heap_malloc_miss)
-  set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+  tessera_add_call_budget(${test_name} ${budget} refill_budget ${library_target} tes_heap_malloc_miss)
   if(ARGN)
     set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${ARGN}")
   endif()
+endfunction()
+
+# Instructions per free that misses the slice table (tes_free_slow and
+# everything it calls) in LIBRARY_TARGET preloaded, on
+# remote_free_budget's batches, where nearly every such free is a free of
+# another thread's block; or per call of the function named after the
+# library target (malloc: the allocating thread's mallocs, whose misses
+# refill pages from their remote stacks).
+function(tessera_add_remote_free_budget test_name budget library_target)
+  set(fn tes_free_slow)
+  if(ARGN)
+    set(fn ${ARGN})
+  endif()
+  tessera_add_call_budget(${test_name} ${budget} remote_free_budget ${library_target} ${fn})
 endfunction()

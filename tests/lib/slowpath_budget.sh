@@ -1,8 +1,8 @@
 #!/bin/sh
 # slowpath_budget.sh — instructions per call of the malloc slow path
 # (tes_heap_malloc_generic, with everything it calls; or FUNCTION, e.g.
-# tes_heap_malloc_miss, where malloc's fast path goes when it misses),
-# measured with callgrind (not a timing).
+# tes_heap_malloc_miss, where malloc's fast path goes when it misses, or
+# tes_free_slow, where free's goes), measured with callgrind (not a timing).
 #
 #   slowpath_budget.sh BUDGET PROGRAM LIBRARY [FUNCTION [MAX_CALLS]]
 #
@@ -53,7 +53,7 @@ if [ "$calls" -eq 0 ]; then
   exit 1
 fi
 per=$(awk -v a="$incl" -v n="$calls" 'BEGIN { printf "%.1f", a / n }')
-echo "malloc slow path ($fn): $per instructions a call over $calls calls (budget $budget)"
+echo "slow path ($fn): $per instructions a call over $calls calls (budget $budget)"
 if awk -v v="$per" -v b="$budget" 'BEGIN { exit !(v > b) }'; then
   echo "FAIL: $per instructions a call, budget $budget" >&2
   exit 1

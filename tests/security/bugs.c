@@ -86,6 +86,24 @@ static void *free_twice_in_thread(void *p) {
   return NULL;
 }
 
+/* Free p twice (arg: p, then the number of frees as a pointer-sized
+ * integer) from a thread that has a heap already (a malloc and a free
+ * first): its frees of another thread's blocks take tes_free_slow's remote
+ * branch, not the first free's way through free_checked. */
+static void *free_in_heap_thread(void *arg) {
+  void **a = arg;
+  free(launder(malloc(16)));
+  for (uintptr_t i = 0; i < (uintptr_t)a[1]; i++) free(launder(a[0]));
+  return NULL;
+}
+
+/* free_in_heap_thread(p, times) on a thread of its own, joined. */
+static int free_remote(void *p, uintptr_t times) {
+  void *a[2] = {p, (void *)times};
+  pthread_t t;
+  return pthread_create(&t, NULL, free_in_heap_thread, a) != 0 || pthread_join(t, NULL) != 0 ? 6 : 0;
+}
+
 /* Free p, then write over its first word (a write after free from the
  * freeing thread). */
 static void *free_then_write(void *p) {
@@ -618,6 +636,26 @@ static int scenario(const char *name) {
       printf("handed out %d times after its double free\n", seen);
       return 1;
     }
+  } else if (strcmp(name, "double_free_remote_twice_heap") == 0) {
+    /* Both frees from another thread that has a heap (tes_free_slow's
+     * remote branch, twentieth session): the second finds the remote
+     * freer's tag. */
+    char *p = malloc(40), *q = malloc(40);
+    if (free_remote(p, 2) != 0) return 6;
+    free(launder(q));
+  } else if (strcmp(name, "double_free_remote_twice_heap_medium") == 0) {
+    char *p = malloc(12000), *q = malloc(12000);
+    if (free_remote(p, 2) != 0) return 6;
+    free(launder(q));
+  } else if (strcmp(name, "free_interior_remote") == 0) {
+    char *p = malloc(64);
+    if (free_remote(launder(p + 16), 1) != 0) return 6;
+  } else if (strcmp(name, "overflow_remote") == 0) {
+    /* overflow_small, freed by another thread. */
+    char *p = launder(malloc(20));
+    memset(p, 'a', 20);
+    memset(launder(p + 20), 'X', 4);
+    if (free_remote(p, 1) != 0) return 6;
   } else if (strcmp(name, "double_free_binned_remote") == 0) {
     /* The owner frees first (the default build: into its bin), another
      * thread frees the block again. It was handed out twice, silently: from
