@@ -94,6 +94,17 @@ static inline unsigned tes_class_of(size_t size) {
 
 static inline size_t tes_class_size(unsigned c) { return tes_class_sizes[c]; }
 
+/* Classes a doubling around class c: 8 for 1 KiB < size <= 8 KiB (classes
+ * 24..47), else 4 (taken as 4 for the 16-byte steps too). Per-class
+ * budgets that should stay the same per range of sizes divide by it. */
+#define TES_CLASS_EIGHTHS_FIRST 24u
+#define TES_CLASS_EIGHTHS_END 48u
+static_assert(TES_CLASS_SIZE_EXPR(TES_CLASS_EIGHTHS_FIRST) == 1152 && TES_CLASS_SIZE_EXPR(TES_CLASS_EIGHTHS_END) == 10240,
+              "the eighths are classes 24..47");
+static inline unsigned tes_class_steps(unsigned c) {
+  return c - TES_CLASS_EIGHTHS_FIRST < TES_CLASS_EIGHTHS_END - TES_CLASS_EIGHTHS_FIRST ? 8u : 4u;
+}
+
 /* Bytes the hardened build adds to every small/medium request (its canary
  * and delta words, internal.h), so its class boundaries sit this much lower;
  * tests use it to find them. TES_PADDING is 0 in the default build. */
