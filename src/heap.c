@@ -110,7 +110,7 @@ static uint32_t bin_limit(unsigned c) {
 static void bins_set_limits(tes_heap_t *heap) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
 #if TES_SECURE
-    heap->sbins[c].limit = bin_limit(c);
+    if (c >= TES_MEDIUM_CLASS_FIRST) tes_sbin_of(heap, c)->limit = bin_limit(c);
 #else
     tes_bin_t *bin = &heap->bins[c];
     bin->limit = bin_limit(c);
@@ -126,8 +126,10 @@ static void bins_reset(tes_heap_t *heap) {
     heap->bins[c].head = TES_BIN_END;
     heap->bins[c].tally = 0;
 #if TES_SECURE
-    heap->sbins[c].count = 0;
-    heap->sbins[c].pops = 0;
+    if (c >= TES_MEDIUM_CLASS_FIRST) {
+      tes_sbin_of(heap, c)->count = 0;
+      tes_sbin_of(heap, c)->pops = 0;
+    }
 #endif
   }
   bins_set_limits(heap);
@@ -139,7 +141,8 @@ static void bins_reset(tes_heap_t *heap) {
 static void bins_fold(tes_heap_t *heap, bool dropped) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
 #if TES_SECURE
-    tes_sbin_t *bin = &heap->sbins[c];
+    if (c < TES_MEDIUM_CLASS_FIRST) continue;
+    tes_sbin_t *bin = tes_sbin_of(heap, c);
     heap->counters.class_allocs[c] += bin->pops;
     heap->counters.class_local_frees[c] += bin->pops + (dropped ? bin->count : 0);
     bin->pops = 0;
@@ -211,7 +214,7 @@ static void bin_flush(tes_bin_t *bin) {
 /* Class c's bin, of either build, back to its pages. */
 static void class_bin_flush(tes_heap_t *heap, unsigned c) {
 #if TES_SECURE
-  sbin_flush(&heap->sbins[c]);
+  if (c >= TES_MEDIUM_CLASS_FIRST) sbin_flush(tes_sbin_of(heap, c));
 #else
   bin_flush(&heap->bins[c]);
 #endif

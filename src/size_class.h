@@ -97,6 +97,8 @@ static inline size_t tes_class_size(unsigned c) { return tes_class_sizes[c]; }
 /* Classes a doubling around class c: 8 for 1 KiB < size <= 8 KiB (classes
  * 24..47), else 4 (taken as 4 for the 16-byte steps too). Per-class
  * budgets that should stay the same per range of sizes divide by it. */
+#define TES_MEDIUM_CLASS_FIRST 48u /* the first class above TES_SMALL_BLOCK_MAX */
+static_assert(TES_CLASS_SIZE_EXPR(TES_MEDIUM_CLASS_FIRST - 1) == TES_SMALL_BLOCK_MAX, "classes 48.. are medium");
 #define TES_CLASS_EIGHTHS_FIRST 24u
 #define TES_CLASS_EIGHTHS_END 48u
 static_assert(TES_CLASS_SIZE_EXPR(TES_CLASS_EIGHTHS_FIRST) == 1152 && TES_CLASS_SIZE_EXPR(TES_CLASS_EIGHTHS_END) == 10240,
