@@ -135,7 +135,7 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
     TES_BIN_POP_OR_RETURN(heap, bin, size);
 #else
     if (size > TES_SMALL_BLOCK_MAX - TES_PADDING) { /* the classes with bins: medium */
-      tes_sbin_t *bin = &heap->sbins[c];
+      tes_sbin_t *bin = tes_sbin_of(heap, c);
       TES_SBIN_POP_OR_RETURN(heap, bin, size);
     }
 #endif
@@ -235,7 +235,7 @@ TES_INLINE void tes_free_inline(void *p) {
        * (the page is ours and in use: its heap is set), with the page's
        * encoded NULL as its first word, which the pop checks (a write
        * after free, as a link's check finds on a free list). */
-      tes_sbin_t *bin = &atomic_load_explicit(&page->heap, memory_order_relaxed)->sbins[page->class_index];
+      tes_sbin_t *bin = tes_sbin_of(atomic_load_explicit(&page->heap, memory_order_relaxed), page->class_index);
       uint32_t n = bin->count;
       if (tes_likely(n < bin->limit)) {
         ((tes_block_t *)p)->next = (tes_block_t *)tes_link_encode(page, 0);

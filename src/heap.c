@@ -85,25 +85,28 @@ tes_bin_t tes_bin_closed = {.head = TES_BIN_END}; /* room 0 for ever: retired, a
 const uintptr_t tes_bin_end_words[2] = {0, 1};
 
 /* Blocks a bin of class c may hold: 256 KiB worth, at least 2 and at most
- * 64 (all bins of a heap full at once: about 6.8 MiB, until the next flush);
+ * 64, both halved for the classes of 1-8 KiB, which are eight a doubling
+ * (twentieth session: the same bytes a doubling as with four; with the full
+ * budget the `aligned` row's peak RSS went 10.4 -> 16.5 MiB), so all bins of
+ * a heap full at once hold about 6.8 MiB, until the next flush;
  * none with TESSERA_BINS=0. The hardened build's (tes_sbin_t) hold 1 MiB
  * worth, at most TES_SBIN_SLOTS (all full: about 12.4 MiB; 3.8 MiB with
  * 256 KiB worth), and only its medium classes have any: with 256 KiB
- * worth (the 64 KiB class 4 blocks,
- * the 128 KiB class 2) fit-large's medium mallocs ran out of binned blocks
- * and took the miss path three times as often, 106.0 M instructions against
- * 85.9 M (512 KiB: 90.9 M; 4 MiB: 85.2 M; RELIABILITY.md, twentieth
- * session). Less is slower where medium blocks churn: fit-large ran 1.27x
- * the time with 128 KiB worth (at least 2), 1.52x with 32 KiB (at least 1);
- * see PERFORMANCE.md. */
+ * worth (the 64 KiB class 4 blocks, the 128 KiB class 2) fit-large's
+ * medium mallocs ran out of binned blocks and took the miss path three
+ * times as often, 106.0 M instructions against 85.9 M (512 KiB: 90.9 M;
+ * 4 MiB: 85.2 M; RELIABILITY.md, twentieth session). Less is slower where
+ * medium blocks churn: fit-large ran 1.27x the time with 128 KiB worth (at
+ * least 2), 1.52x with 32 KiB (at least 1); see PERFORMANCE.md. */
 static uint32_t bin_limit(unsigned c) {
   if (!tes_opt(TES_OPTION_BINS)) return 0;
   if (TES_SECURE && tes_class_size(c) <= TES_SMALL_BLOCK_MAX) return 0; /* hardened: medium classes only (internal.h) */
-  size_t n = ((size_t)(TES_SECURE ? 1024 : 256) << 10) / tes_class_size(c); /* KiB worth */
+  const size_t share = tes_class_steps(c) / 4; /* 2 for the eighths */
+  size_t n = ((size_t)(TES_SECURE ? 1024 : 256) << 10) / share / tes_class_size(c); /* KiB worth */
 #if TES_SECURE
-  const size_t most = TES_SBIN_SLOTS;
+  const size_t most = TES_SBIN_SLOTS / share;
 #else
-  const size_t most = 64;
+  const size_t most = 64 / share;
 #endif
   return n < 2 ? 2 : n > most ? (uint32_t)most : (uint32_t)n;
 }
@@ -112,7 +115,7 @@ static uint32_t bin_limit(unsigned c) {
 static void bins_set_limits(tes_heap_t *heap) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
 #if TES_SECURE
-    heap->sbins[c].limit = bin_limit(c);
+    if (c >= TES_MEDIUM_CLASS_FIRST) tes_sbin_of(heap, c)->limit = bin_limit(c);
 #else
     tes_bin_t *bin = &heap->bins[c];
     bin->limit = bin_limit(c);
@@ -128,8 +131,10 @@ static void bins_reset(tes_heap_t *heap) {
     heap->bins[c].head = TES_BIN_END;
     heap->bins[c].tally = 0;
 #if TES_SECURE
-    heap->sbins[c].count = 0;
-    heap->sbins[c].pops = 0;
+    if (c >= TES_MEDIUM_CLASS_FIRST) {
+      tes_sbin_of(heap, c)->count = 0;
+      tes_sbin_of(heap, c)->pops = 0;
+    }
 #endif
   }
   bins_set_limits(heap);
@@ -141,7 +146,8 @@ static void bins_reset(tes_heap_t *heap) {
 static void bins_fold(tes_heap_t *heap, bool dropped) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
 #if TES_SECURE
-    tes_sbin_t *bin = &heap->sbins[c];
+    if (c < TES_MEDIUM_CLASS_FIRST) continue;
+    tes_sbin_t *bin = tes_sbin_of(heap, c);
     heap->counters.class_allocs[c] += bin->pops;
     heap->counters.class_local_frees[c] += bin->pops + (dropped ? bin->count : 0);
     bin->pops = 0;
@@ -213,7 +219,7 @@ static void bin_flush(tes_bin_t *bin) {
 /* Class c's bin, of either build, back to its pages. */
 static void class_bin_flush(tes_heap_t *heap, unsigned c) {
 #if TES_SECURE
-  sbin_flush(&heap->sbins[c]);
+  if (c >= TES_MEDIUM_CLASS_FIRST) sbin_flush(tes_sbin_of(heap, c));
 #else
   bin_flush(&heap->bins[c]);
 #endif

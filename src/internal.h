@@ -310,6 +310,9 @@ typedef struct tes_sbin_s {
   tes_block_t *slot[TES_SBIN_SLOTS];
 } tes_sbin_t;
 static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted by 8");
+/* Only the medium classes have one: heap->sbins[c - TES_MEDIUM_CLASS_FIRST]
+ * (tes_sbin_of; the struct held one for every class before, 12 KiB of
+ * bins never used, written at every heap setup). */
 #endif
 #define TES_BIN_ROOM_BITS 8
 #define TES_BIN_ROOM_MASK (((uint64_t)1 << TES_BIN_ROOM_BITS) - 1)
@@ -469,7 +472,7 @@ struct tes_heap_s {
   uint64_t random;                      /* secure: xorshift state */
 #if TES_SECURE
   uint64_t bin_random;                  /* secure: the bins' pops, linear congruential (high half drawn) */
-  tes_sbin_t sbins[TES_CLASS_COUNT];    /* secure: recently freed blocks per class, out of band */
+  tes_sbin_t sbins[TES_CLASS_COUNT - TES_MEDIUM_CLASS_FIRST]; /* secure: recently freed blocks per medium class, out of band (tes_sbin_of) */
 #endif
   tes_counters_t counters;
   tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep, no slow path of the class since (heap.c) */
@@ -477,6 +480,10 @@ struct tes_heap_s {
   signed char visit_collect;            /* default heap: a tes_collect asked during them: -1 none, else its force */
 };
 typedef struct tes_heap_s tes_heap_t;
+#if TES_SECURE
+/* The hardened bin of medium class c (c >= TES_MEDIUM_CLASS_FIRST). */
+TES_INLINE tes_sbin_t *tes_sbin_of(tes_heap_t *heap, unsigned c) { return &heap->sbins[c - TES_MEDIUM_CLASS_FIRST]; }
+#endif
 
 /* The slice table: the 64 KiB slice of p, its slot, and the lookup and
  * update that the free fast path, realloc and the segments share. */

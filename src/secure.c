@@ -51,7 +51,8 @@
 #define DIVISOR(c) (UINT64_MAX / TES_CLASS_SIZE_EXPR(c) + 1)
 #define D4(c) DIVISOR(c), DIVISOR(c + 1), DIVISOR(c + 2), DIVISOR(c + 3)
 const uint64_t tes_secure_divisors[TES_CLASS_COUNT] = {
-    D4(0), D4(4), D4(8), D4(12), D4(16), D4(20), D4(24), D4(28), D4(32), D4(36), D4(40), D4(44), D4(48),
+    D4(0), D4(4), D4(8), D4(12), D4(16), D4(20), D4(24), D4(28), D4(32), D4(36), D4(40), D4(44), D4(48), D4(52), D4(56),
+    D4(60),
 };
 static_assert(sizeof tes_secure_divisors / sizeof tes_secure_divisors[0] == TES_CLASS_COUNT, "every class");
 static_assert(((size_t)1 << TES_MEDIUM_PAGE_SHIFT) <= ((size_t)1 << 32) && TES_MEDIUM_BLOCK_MAX < ((size_t)1 << 32),

@@ -55,11 +55,29 @@ int main(void) {
   REQUIRE(!heap->is_static, "no thread heap after the first malloc");
   tes_bin_t *bin = bin_of(heap, 100);
 
-  /* Limits: 256 KiB worth of blocks, between 2 and 64. */
+  /* Limits: 256 KiB worth of blocks, between 2 and 64; 128 KiB worth and at
+   * most 32 for the classes of 1-8 KiB, eight a doubling (8 KiB: 16). */
   CHECK(heap->bins[0].limit == 64, "16-byte bin limit %u", heap->bins[0].limit);
-  CHECK(bin_of(heap, 8192)->limit == 32, "8 KiB bin limit %u", bin_of(heap, 8192)->limit);
+  CHECK(bin_of(heap, 1024)->limit == 64, "1 KiB bin limit %u", bin_of(heap, 1024)->limit);
+  CHECK(bin_of(heap, 1032)->limit == 32, "1,032 B bin limit %u", bin_of(heap, 1032)->limit);
+  CHECK(bin_of(heap, 8192)->limit == 16, "8 KiB bin limit %u", bin_of(heap, 8192)->limit);
+  CHECK(bin_of(heap, 8193)->limit == 25, "8,193 B bin limit %u", bin_of(heap, 8193)->limit);
   CHECK(bin_of(heap, 40000)->limit == 6, "40 KiB bin limit %u", bin_of(heap, 40000)->limit);
   CHECK(heap->bins[TES_CLASS_COUNT - 1].limit == 2, "128 KiB bin limit %u", heap->bins[TES_CLASS_COUNT - 1].limit);
+  /* All bins full at once hold no more than with four classes a doubling
+   * (6.43 MiB; 8.54 MiB had the eighths the budget of a quarter class), and
+   * the bins of each doubling from 1 to 8 KiB no more than its four classes'
+   * did (1,032 bytes a class to 4,104: the aligned row's RSS, PERFORMANCE.md). */
+  size_t all = 0, doubling[17] = {0};
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    size_t bytes = (size_t)heap->bins[c].limit * tes_class_size(c);
+    all += bytes;
+    doubling[63 - __builtin_clzl(tes_class_size(c) - 1)] += bytes;
+  }
+  CHECK(all <= (size_t)13 << 19, "all bins full: %zu bytes (> 6.5 MiB)", all);
+  CHECK(doubling[10] <= 64 * (1280 + 1536 + 1792 + 2048), "1-2 KiB bins: %zu bytes", doubling[10]);
+  CHECK(doubling[11] <= 64 * (2560 + 3072 + 3584 + 4096), "2-4 KiB bins: %zu bytes", doubling[11]);
+  CHECK(doubling[12] <= (size_t)4 * (256 << 10), "4-8 KiB bins: %zu bytes", doubling[12]);
 
   /* Last in, first out; the page keeps counting the binned block as used. */
   tes_collect(false);

@@ -1,8 +1,10 @@
 /* unit_size_class.c — the size-class geometry (src/size_class.h):
  * every size maps to the smallest class that holds it, classes ascend in
- * multiples of 16, the documented waste bounds hold, every power of two is a
- * class, and the direct table of the malloc fast path agrees with
- * tes_class_of for every size it serves. */
+ * multiples of 16, the documented waste bounds hold (< 12.5% of a request
+ * between 1 and 8 KiB, eight classes a doubling there), every power of two
+ * is a class, the page-end slack is bounded, and the direct table of the
+ * malloc fast path and the medium path's group table agree with
+ * tes_class_of for every size they serve. */
 #include "unit_common.h"
 
 #include "internal.h"
@@ -31,7 +33,25 @@ int main(void) {
       CHECK(0, "size %zu wastes %zu bytes (>= 25%%)", size, bs - size);
       break;
     }
+    /* 1 KiB < size <= 8 KiB: eighths of a power of two, waste < 12.5%. */
+    if (size > 1024 && size <= TES_SMALL_BLOCK_MAX && (bs - size) * 8 >= size) {
+      CHECK(0, "size %zu wastes %zu bytes (>= 12.5%%)", size, bs - size);
+      break;
+    }
+    /* The compile-time form (direct bin table) and the medium fast path's
+     * group table give the same class. */
+    if (size > 256 && (TES_CLASS_ABOVE_256_EXPR(size) != c || tes_class_of_above_256(size) != c)) {
+      CHECK(0, "size %zu: class %u, expression %u, groups %u", size, c, TES_CLASS_ABOVE_256_EXPR(size),
+            tes_class_of_above_256(size));
+      break;
+    }
   }
+  /* sqlite's buffers (1,024 and 4,096 bytes plus its 8-byte header, and its
+   * 4,360-byte cache pages plus 8): 1,152 and 4,608-byte blocks, not 1,280
+   * and 5,120 (PERFORMANCE.md, twentieth session). */
+  CHECK(tes_class_size(tes_class_of(1032)) == 1152, "1,032 B -> %zu", tes_class_size(tes_class_of(1032)));
+  CHECK(tes_class_size(tes_class_of(4104)) == 4608, "4,104 B -> %zu", tes_class_size(tes_class_of(4104)));
+  CHECK(tes_class_size(tes_class_of(4368)) == 4608, "4,368 B -> %zu", tes_class_size(tes_class_of(4368)));
 
   /* Every power of two from 16 to the medium limit is exactly a class. */
   for (size_t p = 16; p <= TES_MEDIUM_BLOCK_MAX; p *= 2)
@@ -51,6 +71,11 @@ int main(void) {
     size_t bs = tes_class_size(c);
     size_t page = bs <= TES_SMALL_BLOCK_MAX ? ((size_t)1 << TES_SMALL_PAGE_SHIFT) : ((size_t)1 << TES_MEDIUM_PAGE_SHIFT);
     CHECK(page / bs >= (bs <= TES_SMALL_BLOCK_MAX ? 8u : 4u), "class %zu: %zu blocks per page", bs, page / bs);
+    /* The unusable end of a page is at most an eighth of it (worst: 112 KiB
+     * blocks, 4 in a 512 KiB page; 6,656 B, 9 in 64 KiB, leave 8.6%). */
+    CHECK(page % bs * 8 <= page, "class %zu: %zu bytes at the page end", bs, page % bs);
+    /* Above 256 bytes a class is a multiple of 64 (aligned allocation). */
+    if (bs > 256) CHECK(bs % 64 == 0, "class %zu not a multiple of 64", bs);
   }
 
   /* The hardened build's division-free block check (secure.c): with

@@ -38,7 +38,14 @@
  * link, which was then reported as a corrupted free list, and with
  * TESSERA_ABORT_ON_ERROR=0 the block was handed out twice. The owner must
  * report the double free (one line) when it takes the remote free, and
- * never hand the block out twice. */
+ * never hand the block out twice.
+ *
+ * medium_bins_only: the hardened bins (tes_sbin_t, 256 bytes each) exist
+ * for the medium classes only, heap->sbins[c - TES_MEDIUM_CLASS_FIRST]
+ * (tes_sbin_of): the heap struct stays under 12 KiB (11,168 bytes; 19,328
+ * with one bin for each of 52 classes, 23,456 for each of 64, twentieth
+ * session), and two frees of every medium class go to that class's bin,
+ * from which its next malloc takes one. */
 #include "internal.h"
 
 #include <pthread.h>
@@ -242,6 +249,38 @@ static int remote_refill_single_local(void) {
   return 0;
 }
 
+static int medium_bins_only(void) {
+  if (sizeof(tes_heap_t) > 12 * 1024) {
+    printf("the heap struct takes %zu bytes\n", sizeof(tes_heap_t));
+    return 1;
+  }
+  free(malloc(100)); /* the thread's heap */
+  tes_heap_t *heap = tes_tls_heap;
+  for (unsigned c = TES_MEDIUM_CLASS_FIRST; c < TES_CLASS_COUNT; c++) {
+    size_t size = tes_class_size(c) - TES_PADDING;
+    void *a = malloc(size), *b = malloc(size), *keep = malloc(size);
+    if (a == NULL || b == NULL || keep == NULL) return 2;
+    tes_sbin_t *bin = tes_sbin_of(heap, c);
+    uint32_t count = bin->count;
+    uint64_t pops = bin->pops;
+    free(a);
+    free(b);
+    if (bin->count != count + 2) {
+      printf("class %zu: bin holds %u after two frees, %u before\n", tes_class_size(c), bin->count, count);
+      return 1;
+    }
+    void *d = malloc(size);
+    if (bin->pops != pops + 1 || bin->count != count + 1 || (d != a && d != b)) {
+      printf("class %zu: the malloc did not take from the bin\n", tes_class_size(c));
+      return 1;
+    }
+    free(d);
+    free(keep);
+  }
+  printf("medium bins: one a medium class\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "remote_refill_single_local") == 0) return remote_refill_single_local();
   if (argc == 2 && strcmp(argv[1], "owner_remote_race") == 0) return owner_remote_race(48, 64, 10, 0, false);
@@ -253,6 +292,7 @@ int main(int argc, char **argv) {
   /* 3,000 B: pages of 21 blocks, the first one full after 200 (bugs.c). */
   if (argc == 2 && strcmp(argv[1], "owner_remote_race_delayed") == 0) return owner_remote_race(3000, 200, 5, 0, false);
   if (argc == 2 && strcmp(argv[1], "free_count_interior_link") == 0) return free_count_interior_link();
+  if (argc == 2 && strcmp(argv[1], "medium_bins_only") == 0) return medium_bins_only();
   if (argc == 2 && strcmp(argv[1], "large_free_race") == 0) return large_free_race();
   if (argc == 2 && strcmp(argv[1], "large_free_race_late") == 0) return large_free_race_late();
   fprintf(stderr,
