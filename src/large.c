@@ -558,7 +558,9 @@ static pack_host_t *host_init(tes_segment_t *host) {
     if (purged != 0 && dirty < size) dirty = size;
   }
   unsigned dirty_granules = (unsigned)((dirty + PACK_GRANULE - 1) >> PACK_GRANULE_SHIFT);
-  h->dirty_mask = run_mask(0, dirty_granules) & PACK_ALL & ~h->purged_mask;
+  /* Purged granules may still hold data: MADV_FREE (TESSERA_PURGE_DECOMMIT=0)
+   * keeps the segment's dirty_end, and calloc must clear them. */
+  h->dirty_mask = run_mask(0, dirty_granules) & PACK_ALL;
   host->dirty_end = page;
   tes_segmap_set_host(host);
   return h;

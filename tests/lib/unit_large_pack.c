@@ -6,7 +6,7 @@
  * the run and moves beyond it (contents kept); a cached 4 MiB segment (what
  * emptied small, medium or large segments leave) becomes a host; freed dirty
  * runs are purged after the purge delay, and a forced collect gives the
- * empty host back. */
+ * empty host back; calloc clears a host the cache purged with MADV_FREE. */
 #include "unit_common.h"
 
 #include "internal.h"
@@ -119,5 +119,21 @@ int main(void) {
   tes_stats_get(&s1);
   CHECK(s1.large_in_use.current == 0, "large_in_use %ld after freeing every block", (long)s1.large_in_use.current);
   CHECK(tes_segmap_get((void *)first_host) == 0, "the first host is still in the segment map");
+  /* A host from a segment the cache purged with MADV_FREE, whose pages may
+   * still hold their data: calloc clears them. */
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_DECOMMIT, 0) == 0, "purge_decommit 0");
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 0) == 0, "purge delay 0");
+  unsigned char *old = tes_malloc(3000000);
+  REQUIRE(old != NULL, "tes_malloc(3000000)");
+  memset(old, 0x77, 3000000);
+  tes_free(old); /* cached, purged at once with MADV_FREE */
+  unsigned char *fresh = tes_calloc(1, 900000);
+  REQUIRE(fresh != NULL, "calloc(900000)");
+  CHECK(UNIT_BASE(fresh) == UNIT_BASE(old), "the cached segment did not become a host");
+  nonzero = 0;
+  for (size_t i = 0; i < 900000; i++) nonzero += fresh[i] != 0;
+  CHECK(nonzero == 0, "calloc in a host purged with MADV_FREE: %zu bytes not zero", nonzero);
+  tes_free(fresh);
+  tes_collect(true);
   return unit_finish("unit_large_pack");
 }
