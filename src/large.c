@@ -496,7 +496,7 @@ static void host_purge_locked(pack_host_t *h, bool all) {
     size_t bytes = (size_t)count << PACK_GRANULE_SHIFT;
     if (!tes_os_purge((uint8_t *)host + ((size_t)first << PACK_GRANULE_SHIFT), bytes, true)) continue;
     h->dirty_mask &= ~run;
-    uint64_t newly = run & ~h->purged_mask; /* free dirty granules are never purged ones: all of run */
+    uint64_t newly = run & ~h->purged_mask; /* not counted yet (MADV_FREE left purged ones dirty) */
     h->purged_mask |= run;
     size_t counted = (size_t)__builtin_popcountll(newly) << PACK_GRANULE_SHIFT;
     host->purged_bytes += counted;
