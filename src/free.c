@@ -121,7 +121,8 @@ static inline bool page_holds(const tes_page_t *page, const void *p) {
 /* The segment owning p if p is a live block start we can free; else NULL
  * (after reporting, when `report`). Cheap checks only in the default build. */
 tes_segment_t *tes_owned_segment(const void *p, bool report) {
-  tes_segment_t *seg = tes_segmap_get(p) == 1 ? tes_segment_of(p) : tes_segment_find(p);
+  unsigned v = tes_segmap_get(p);
+  tes_segment_t *seg = v == 1 ? tes_segment_of(p) : v == 3 ? tes_packed_segment_of(p) : tes_segment_find(p);
   if (seg == NULL) {
     if (report) tes_report_unowned(p);
     return NULL;
@@ -257,6 +258,19 @@ void tes_free_slow(void *p) {
       }
     }
   }
+#if !TES_SECURE
+  else if (tes_segmap_get(p) == 3) {
+    /* A packed large block (large.c): the same check as a large block's
+     * above, its segment found in its host's unit. */
+    tes_segment_t *seg = tes_packed_segment_of(p);
+    tes_heap_t *heap = tes_tls_heap;
+    if (seg != NULL && !heap->is_static && tes_likely(tes_large_owned_block(seg, p))) {
+      heap->counters.large_frees++;
+      tes_large_free(seg);
+      return;
+    }
+  }
+#endif
   free_checked(p);
 }
 

@@ -13,7 +13,8 @@
  *   segmap   two bits per 4 MiB of the 47-bit address space (8 MiB of
  *            zero-filled BSS, touched only where segments live; it counts
  *            against `ulimit -v` whole): 1 = a segment starts here, 2 = the
- *            tail of a huge segment. free()
+ *            tail of a huge segment, 3 = a host of packed large blocks
+ *            (large.c, TESSERA_LARGE_PACK). free()
  *            consults it before dereferencing anything, so a pointer no
  *            segment owns is recognised and refused.
  *            A thread's heap also keeps a table of the 64 KiB slices it owns:
@@ -589,6 +590,20 @@ TES_INLINE bool tes_maybe_small_block(const void *p) {
          ((const tes_segment_t *)((uintptr_t)p & ~(uintptr_t)TES_SEGMENT_MASK))->kind != TES_SEG_LARGE;
 }
 #define TES_DELAYED_WALK_MAX ((size_t)1 << 20) /* delayed-list links such a walk follows at most */
+/* Packed large blocks (large.c): a unit that is 3 in the segment map hosts
+ * several, each in a run of 64 KiB granules with a segment header of its
+ * own at the run's start; the host keeps at TES_LARGE_OFFSET a word with
+ * bit g set where a run starts. The segment of the block p lies in, or
+ * NULL. */
+#define TES_PACK_GRANULE_SHIFT 16
+TES_INLINE tes_segment_t *tes_packed_segment_of(const void *p) {
+  uintptr_t host = (uintptr_t)p & ~(uintptr_t)TES_SEGMENT_MASK;
+  unsigned g = (unsigned)(((uintptr_t)p & TES_SEGMENT_MASK) >> TES_PACK_GRANULE_SHIFT);
+  uint64_t below = __atomic_load_n((const uint64_t *)(host + TES_LARGE_OFFSET), __ATOMIC_ACQUIRE) << (63 - g);
+  if (below == 0) return NULL;
+  tes_segment_t *seg = (tes_segment_t *)(host + ((uintptr_t)(g - (unsigned)__builtin_clzll(below)) << TES_PACK_GRANULE_SHIFT));
+  return (uintptr_t)p < (uintptr_t)seg + seg->size ? seg : NULL;
+}
 TES_INLINE tes_page_t *tes_page_of(tes_segment_t *seg, const void *p) {
   return &seg->pages[((uintptr_t)p & TES_SEGMENT_MASK) >> seg->page_shift];
 }
@@ -820,6 +835,7 @@ tes_segment_t *tes_segment_find(const void *p); /* owner of any address, or NULL
 bool tes_segment_released_before(const void *p);
 void tes_segmap_set(tes_segment_t *seg, bool present);
 void tes_segmap_shrink(tes_segment_t *seg, size_t new_size); /* before seg->size becomes new_size */
+void tes_segmap_set_host(tes_segment_t *host); /* a unit of packed large blocks (large.c) */
 tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment);
 tes_segment_t *tes_segment_obtain(size_t size, size_t alignment); /* cache or OS; segmap not set */
 void tes_cache_put(tes_segment_t *seg);

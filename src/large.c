@@ -1,6 +1,7 @@
 /* large.c — blocks above the largest size class (128 KiB).
  *
- * Each large block has a segment of its own: header at the segment start, the
+ * Each large block has a segment of its own (unless TESSERA_LARGE_PACK=1 packs
+ * it with others, "Packed blocks" below): header at the segment start, the
  * block at large_offset (512 bytes, or the requested alignment), size rounded
  * to 4 MiB. (The hardened build places the block at the END of its segment
  * instead, right before the segment's guard page, so a fresh block costs no
@@ -423,6 +424,287 @@ static int64_t waiting_due(void) {
   return due > 0 ? due : 1;
 }
 
+#if !TES_SECURE
+/* Packed blocks: a large block of up to PACK_MAX bytes (from its segment's
+ * start: header and block) is carved from a shared 4 MiB unit, a "host",
+ * in runs of 64 KiB granules, instead of a segment of its own. Each block
+ * still has a segment header of its own at the start of its run
+ * (seg->size is the run), so everything that takes a large block's segment
+ * works unchanged; the host's unit is 3 in the segment map, and
+ * tes_segment_find reads the block's run start from the host's table.
+ * Granule 0 holds the host's headers. Hosts are 4 MiB segments taken from
+ * the segment cache (exactly a unit: what emptied small and medium segments
+ * leave there) or mapped; an empty host goes back to the cache. Freed runs
+ * stay dirty for one purge delay, then are purged (tes_large_purge_tails).
+ * Such blocks do not grow with mremap: realloc moves one that outgrows its
+ * run (to a segment of its own once it is larger than PACK_MAX).
+ * `footprint` (64 KiB-1 MiB blocks after its medium phase): one segment a
+ * block mapped 44 MB of new segments in that phase while 48 MB that the
+ * medium blocks left sat in the cache; packed, the phase makes 4,200 page
+ * faults instead of 13,800. Off by default (TESSERA_LARGE_PACK=0): `mixed`,
+ * which writes only each block's first and last bytes, peaks at 65-68 MB
+ * RSS packed against 62 MB (the runs' first and last pages fall all over
+ * each host), and bounding the hosts' waiting dirty granules as the tails
+ * are bounded made it 19 MB but 250,000 page faults and 4x the time
+ * (docs/PERFORMANCE.md, twentieth session). */
+#define PACK_GRANULE_SHIFT TES_PACK_GRANULE_SHIFT
+#define PACK_GRANULE ((size_t)1 << PACK_GRANULE_SHIFT)
+#define PACK_MAX ((size_t)1 << 20)
+#define PACK_ALL (~(uint64_t)1) /* the granules blocks may take: all but granule 0 */
+static_assert((TES_SEGMENT_SIZE >> PACK_GRANULE_SHIFT) == 64, "one bit a granule in a 64-bit mask");
+typedef struct pack_host_s {
+  /* Bit g: a published block's run starts at granule g. The block holding
+   * granule g starts at the highest such bit at or below g (the granules
+   * between are its own; tes_packed_segment_of, at TES_LARGE_OFFSET). One
+   * atomic OR or AND a block, not a store a granule. */
+  _Atomic uint64_t starts;
+  struct pack_host_s *next, *prev; /* `hosts`, under large_lock */
+  uint64_t free_mask;   /* granules no block holds */
+  uint64_t dirty_mask;  /* free granules that may hold data (resident, or not zero) */
+  uint64_t purged_mask; /* free granules purged, counted in the host's purged_bytes */
+  uint64_t aging_mask;  /* free dirty granules that stayed free since `due` was set */
+  int64_t due;          /* when the aging granules are purged (0: none) */
+} pack_host_t;
+static_assert(TES_LARGE_OFFSET + sizeof(pack_host_t) <= 4096, "the host's table is in its first OS page");
+static_assert(offsetof(pack_host_t, starts) == 0, "tes_packed_segment_of reads it at TES_LARGE_OFFSET");
+static pack_host_t *hosts, *hosts_last;
+/* One empty host stays (on `hosts`) rather than going to the cache: a
+ * program that allocates and frees one such block at a time would
+ * otherwise take a host from the cache and set it up at every malloc.
+ * Its dirty granules are purged like any host's, and a forced purge
+ * sends it to the cache (tes_large_purge_tails). */
+static pack_host_t *spare;
+
+static pack_host_t *host_table(tes_segment_t *host) { return (pack_host_t *)((uint8_t *)host + TES_LARGE_OFFSET); }
+static tes_segment_t *host_of(pack_host_t *h) { return (tes_segment_t *)((uint8_t *)h - TES_LARGE_OFFSET); }
+static bool packed_segment(const tes_segment_t *seg) { return ((uintptr_t)seg & TES_SEGMENT_MASK) != 0; }
+static uint64_t run_mask(unsigned first, unsigned count) {
+  return (count >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << count) - 1)) << first;
+}
+
+
+/* Under large_lock: give back h's free dirty granules that no block took
+ * for a purge delay (all of them when `all`), a run a call. */
+static void host_purge_locked(pack_host_t *h, bool all) {
+  tes_segment_t *host = host_of(h);
+  uint64_t todo = h->free_mask & h->dirty_mask & (all ? ~(uint64_t)0 : h->aging_mask);
+  while (todo != 0) {
+    unsigned first = (unsigned)__builtin_ctzll(todo), count = 0;
+    while (first + count < 64 && (todo >> (first + count) & 1)) count++;
+    uint64_t run = run_mask(first, count);
+    todo &= ~run;
+    size_t bytes = (size_t)count << PACK_GRANULE_SHIFT;
+    if (!tes_os_purge((uint8_t *)host + ((size_t)first << PACK_GRANULE_SHIFT), bytes, true)) continue;
+    h->dirty_mask &= ~run;
+    uint64_t newly = run & ~h->purged_mask; /* not counted yet (MADV_FREE left purged ones dirty) */
+    h->purged_mask |= run;
+    size_t counted = (size_t)__builtin_popcountll(newly) << PACK_GRANULE_SHIFT;
+    host->purged_bytes += counted;
+    tes_os_commit_note(-(int64_t)counted);
+  }
+  __atomic_store_n(&h->due, 0, __ATOMIC_RELAXED);
+  h->aging_mask = 0;
+}
+
+/* Under large_lock: a due for h's free dirty granules, if none is set:
+ * those still free then are purged (a block that takes one takes it off
+ * aging_mask). Purging every free granule at each due purged runs freed a
+ * moment before, and the next blocks faulted them in again. */
+static void host_schedule_locked(pack_host_t *h, int64_t due) {
+  if (h->due != 0 || (h->free_mask & h->dirty_mask) == 0) return;
+  __atomic_store_n(&h->due, due, __ATOMIC_RELAXED); /* read unlocked by pack_release */
+  h->aging_mask = h->free_mask & h->dirty_mask;
+  if (due < atomic_load_explicit(&tail_list_due, memory_order_relaxed))
+    atomic_store_explicit(&tail_list_due, due, memory_order_relaxed);
+}
+
+/* Under large_lock: h leaves `hosts`. */
+static void host_unlink_locked(pack_host_t *h) {
+  if (h->prev) h->prev->next = h->next;
+  else hosts = h->next;
+  if (h->next) h->next->prev = h->prev;
+  else hosts_last = h->prev;
+  h->next = h->prev = NULL;
+  if (spare == h) spare = NULL;
+}
+
+/* An empty host off the list goes to the cache, its dirty granules noted. */
+static void host_free(pack_host_t *h) {
+  tes_segment_t *host = host_of(h);
+  size_t page = tes_os_page_size();
+  host->dirty_end = h->dirty_mask ? (size_t)(64 - __builtin_clzll(h->dirty_mask)) << PACK_GRANULE_SHIFT : page;
+  tes_segment_free(host);
+}
+
+/* A 4 MiB segment (from the cache or new) becomes a host. */
+static pack_host_t *host_init(tes_segment_t *host) {
+  size_t page = tes_os_page_size();
+  size_t size = host->size, dirty = host->dirty_end, purged = host->purged_bytes;
+  memset(host, 0, LARGE_HEADER_BYTES);
+  host->size = size;
+  host->kind = TES_SEG_LARGE; /* pages[0] not in use: owns no block itself */
+  host->page_shift = 63;
+  host->cookie = (uintptr_t)host ^ tes_process_key;
+  atomic_store_explicit(&host->thread_id, TES_TID_SHARED, memory_order_relaxed);
+  pack_host_t *h = host_table(host);
+  memset(h, 0, sizeof *h);
+  h->free_mask = PACK_ALL;
+  if (purged == size - page) {
+    h->purged_mask = PACK_ALL; /* the cache purged all but the first page */
+    host->purged_bytes = purged;
+  } else {
+    if (purged != 0) tes_os_commit_note((int64_t)purged); /* counted again, and taken as dirty */
+    host->purged_bytes = 0;
+    if (purged != 0 && dirty < size) dirty = size;
+  }
+  unsigned dirty_granules = (unsigned)((dirty + PACK_GRANULE - 1) >> PACK_GRANULE_SHIFT);
+  /* Purged granules may still hold data: MADV_FREE (TESSERA_PURGE_DECOMMIT=0)
+   * keeps the segment's dirty_end, and calloc must clear them. */
+  h->dirty_mask = run_mask(0, dirty_granules) & PACK_ALL;
+  host->dirty_end = page;
+  tes_segmap_set_host(host);
+  return h;
+}
+
+/* A run of span bytes (whole granules) for a new block: its segment with
+ * size, dirty_end and purged_bytes set, as tes_segment_obtain gives one. */
+static tes_segment_t *pack_take(size_t span) {
+  unsigned count = (unsigned)(span >> PACK_GRANULE_SHIFT), first = 0;
+  pack_host_t *h;
+  tes_lock(&large_lock);
+  for (;;) {
+    /* A run whose granules are all dirty and not purged first (no page
+     * faults), else the first that fits. */
+    pack_host_t *any = NULL;
+    for (h = hosts; h != NULL; h = h->next) {
+      /* Bit i of fits: count free granules from i on (doubling shifts). */
+      uint64_t fits = h->free_mask, warm = h->free_mask & h->dirty_mask & ~h->purged_mask;
+      for (unsigned run = 1; run < count && fits != 0;) {
+        unsigned shift = run < count - run ? run : count - run;
+        fits &= fits >> shift;
+        warm &= warm >> shift;
+        run += shift;
+      }
+      warm &= fits;
+      if (warm != 0) {
+        first = (unsigned)__builtin_ctzll(warm);
+        break;
+      }
+      if (fits != 0 && any == NULL) any = h, first = (unsigned)__builtin_ctzll(fits);
+    }
+    if (h == NULL) h = any;
+    if (h != NULL) break;
+    tes_unlock(&large_lock);
+    tes_segment_t *host = tes_segment_obtain(TES_SEGMENT_SIZE, TES_SEGMENT_SIZE);
+    if (host == NULL) return NULL;
+    h = host_init(host);
+    tes_lock(&large_lock);
+    /* Appended: the oldest hosts come first, and blocks gather in them
+     * (`mixed` 68 MB against 71 MB newest first). host_init zeroed h's links. */
+    h->prev = hosts_last;
+    *(hosts_last != NULL ? &hosts_last->next : &hosts) = h;
+    hosts_last = h;
+    host_schedule_locked(h, waiting_due());
+  }
+  uint64_t run = run_mask(first, count);
+  uint64_t back = h->purged_mask & run, dirty = h->dirty_mask & run;
+  if (spare == h) spare = NULL; /* in use again */
+  h->free_mask &= ~run;
+  h->purged_mask &= ~run;
+  h->dirty_mask &= ~run;
+  h->aging_mask &= ~run;
+  size_t recommitted = back != 0 ? (size_t)__builtin_popcountll(back) << PACK_GRANULE_SHIFT : 0;
+  host_of(h)->purged_bytes -= recommitted;
+  tes_unlock(&large_lock);
+  if (recommitted != 0) tes_os_commit_note((int64_t)recommitted);
+  tes_segment_t *seg = (tes_segment_t *)((uint8_t *)host_of(h) + ((size_t)first << PACK_GRANULE_SHIFT));
+  seg->size = span;
+  seg->purged_bytes = 0;
+  seg->dirty_end = dirty != 0 ? ((size_t)(64 - __builtin_clzll(dirty)) - first) << PACK_GRANULE_SHIFT : 0;
+  return seg;
+}
+
+/* realloc: the packed block of seg grows in place to `need` bytes from
+ * its segment's start when the granules after its run are free (false:
+ * the caller moves it). */
+static bool pack_grow(tes_segment_t *seg, size_t need) {
+  tes_segment_t *host = (tes_segment_t *)((uintptr_t)seg & ~(uintptr_t)TES_SEGMENT_MASK);
+  pack_host_t *h = host_table(host);
+  unsigned first = (unsigned)(((uintptr_t)seg & TES_SEGMENT_MASK) >> PACK_GRANULE_SHIFT);
+  unsigned count = (unsigned)(seg->size >> PACK_GRANULE_SHIFT);
+  unsigned want = (unsigned)(round_up(need, PACK_GRANULE) >> PACK_GRANULE_SHIFT);
+  if (first + want > 64) return false;
+  uint64_t more = run_mask(first + count, want - count);
+  tes_lock(&large_lock);
+  bool fits = (h->free_mask & more) == more;
+  uint64_t back = 0, dirty = 0;
+  if (fits) {
+    if (spare == h) spare = NULL;
+    back = h->purged_mask & more;
+    dirty = h->dirty_mask & more;
+    h->free_mask &= ~more;
+    h->purged_mask &= ~more;
+    h->dirty_mask &= ~more;
+    h->aging_mask &= ~more;
+    if (back != 0) host->purged_bytes -= (size_t)__builtin_popcountll(back) << PACK_GRANULE_SHIFT;
+  }
+  tes_unlock(&large_lock);
+  if (!fits) return false;
+  if (back != 0) tes_os_commit_note((int64_t)__builtin_popcountll(back) << PACK_GRANULE_SHIFT);
+  if (dirty != 0) seg->dirty_end = ((size_t)(64 - __builtin_clzll(dirty)) - first) << PACK_GRANULE_SHIFT;
+  seg->size = (size_t)want << PACK_GRANULE_SHIFT;
+  return true;
+}
+
+/* The block is set up: lookups may find it. */
+static void pack_publish(tes_segment_t *seg) {
+  pack_host_t *h = host_table((tes_segment_t *)((uintptr_t)seg & ~(uintptr_t)TES_SEGMENT_MASK));
+  unsigned first = (unsigned)(((uintptr_t)seg & TES_SEGMENT_MASK) >> PACK_GRANULE_SHIFT);
+  atomic_fetch_or_explicit(&h->starts, (uint64_t)1 << first, memory_order_release);
+}
+
+/* A packed block is freed (off the large list already): its run goes back
+ * to its host, the host to the cache once it is empty. */
+static void pack_release(tes_segment_t *seg) {
+  tes_segment_t *host = (tes_segment_t *)((uintptr_t)seg & ~(uintptr_t)TES_SEGMENT_MASK);
+  pack_host_t *h = host_table(host);
+  unsigned first = (unsigned)(((uintptr_t)seg & TES_SEGMENT_MASK) >> PACK_GRANULE_SHIFT);
+  unsigned count = (unsigned)(seg->size >> PACK_GRANULE_SHIFT);
+  note_unpurged(seg); /* its purged tail is the host's dirty granules again */
+  size_t dirty_end = seg->dirty_end > seg->size ? seg->size : seg->dirty_end;
+  uint64_t dirty = run_mask(first, (unsigned)((dirty_end + PACK_GRANULE - 1) >> PACK_GRANULE_SHIFT));
+  if (dirty_end == 0) dirty = 0;
+  atomic_fetch_and_explicit(&h->starts, ~((uint64_t)1 << first), memory_order_release);
+  /* The clock only when the host may need a due (read unlocked: a stale
+   * look costs a clock read or a later purge, nothing else). */
+  int64_t due = dirty != 0 && __atomic_load_n(&h->due, __ATOMIC_RELAXED) == 0 ? waiting_due() : 0;
+  tes_lock(&large_lock);
+  h->free_mask |= run_mask(first, count);
+  h->dirty_mask |= dirty;
+  pack_host_t *out = NULL;
+  if (h->free_mask == PACK_ALL && spare != h) {
+    out = spare; /* the older spare goes, this one stays */
+    spare = h;
+    if (out != NULL) host_unlink_locked(out);
+  }
+  if (due != 0) host_schedule_locked(h, due);
+  tes_unlock(&large_lock);
+  if (out != NULL) host_free(out);
+}
+#else
+static bool packed_segment(const tes_segment_t *seg) {
+  (void)seg;
+  return false;
+}
+static void pack_release(tes_segment_t *seg) { (void)seg; }
+#endif
+
+/* A freed (or released) block's segment: to the cache, or back to its host. */
+static void large_segment_release(tes_segment_t *seg) {
+  if (packed_segment(seg)) pack_release(seg);
+  else tes_segment_free(seg);
+}
+
 void tes_large_purge_tails(bool force) {
   int64_t now = 0;
   if (!force) {
@@ -442,8 +724,30 @@ void tes_large_purge_tails(bool force) {
     purge_waiting(seg, seg->tail_bytes);
     tail_unlink_locked(seg);
   }
+#if !TES_SECURE
+  for (pack_host_t *h = hosts; h != NULL; h = h->next) {
+    if (h->due == 0) continue;
+    if (!force && h->due > now) {
+      if (h->due < next) next = h->due;
+      continue;
+    }
+    host_purge_locked(h, force);
+    if (!force && (h->free_mask & h->dirty_mask) != 0) {
+      host_schedule_locked(h, waiting_due());
+      if (h->due < next) next = h->due;
+    }
+  }
+  pack_host_t *out = NULL;
+  if (force && spare != NULL && spare->free_mask == PACK_ALL) {
+    out = spare;
+    host_unlink_locked(out);
+  }
+#endif
   atomic_store_explicit(&tail_list_due, next, memory_order_relaxed);
   tes_unlock(&large_lock);
+#if !TES_SECURE
+  if (out != NULL) host_free(out);
+#endif
 }
 
 #if !TES_SECURE
@@ -566,8 +870,13 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   (void)growable;
   size_t usable = block_usable(size);
   size_t total = mapping_size(offset + usable);
+  bool packed = alignment <= TES_LARGE_OFFSET && offset + usable <= PACK_MAX && tes_opt(TES_OPTION_LARGE_PACK);
 #endif
-  tes_segment_t *seg = tes_segment_obtain(total, alignment > TES_SEGMENT_SIZE ? alignment : TES_SEGMENT_SIZE);
+  tes_segment_t *seg =
+#if !TES_SECURE
+      packed ? pack_take(round_up(offset + usable, PACK_GRANULE)) :
+#endif
+             tes_segment_obtain(total, alignment > TES_SEGMENT_SIZE ? alignment : TES_SEGMENT_SIZE);
   if (seg == NULL) {
     heap->counters.malloc_failed++;
     errno = ENOMEM;
@@ -664,7 +973,11 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   size_t counted = tail_due != 0 ? tail_count(seg, &probed) : 0;
   bool tail_waits = list_insert(seg, (int64_t)(usable - TES_LARGE_PADDING), tail_due, counted, !probed);
   if (tail_due != 0 && !tail_waits) tail_wait_or_purge(seg, tail_due, probed); /* the block is not out yet */
-  tes_segmap_set(seg, true);
+#if !TES_SECURE
+  if (packed) pack_publish(seg);
+  else
+#endif
+    tes_segmap_set(seg, true);
   heap->counters.large_allocs++;
 #if TES_SECURE
   tes_secure_set_padding(page, page->area, size);
@@ -716,7 +1029,7 @@ void tes_large_free(tes_segment_t *seg) {
   list_remove_locked(seg);
   tes_unlock(&large_lock);
   seg->used_pages = 0;
-  tes_segment_free(seg);
+  large_segment_release(seg);
 }
 
 size_t tes_large_usable(const tes_segment_t *seg) { return seg->pages[0].block_size - TES_LARGE_PADDING; }
@@ -865,6 +1178,10 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
    * and peak check (3.3x glibc's time growing one to 20 MB). */
   if (usable == old_usable) return p;
   tail_cancel(seg);
+  /* A packed block grows over the free granules after it, else it moves
+   * (to a segment of its own beyond PACK_MAX, which mremap then grows). */
+  if (offset + usable > seg->size && packed_segment(seg) && (offset + usable > PACK_MAX || !pack_grow(seg, offset + usable)))
+    return NULL;
   if (offset + usable <= seg->size) {
     page->block_size = usable;
     in_use_add((int64_t)usable - (int64_t)old_usable);
@@ -923,7 +1240,7 @@ void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
 #endif
     page->in_use = 0;
     drop->used_pages = 0;
-    tes_segment_free(drop);
+    large_segment_release(drop);
     drop = next;
   }
 }

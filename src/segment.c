@@ -103,10 +103,15 @@ void tes_segmap_shrink(tes_segment_t *seg, size_t new_size) {
   for (size_t i = units_of(new_size); i < units_of(seg->size) && unit + i < TES_SEGMAP_COUNT; i++) unit_store(unit + i, 0);
 }
 
+/* A unit that hosts several large blocks (large.c, "packed" blocks): 3
+ * in the map; its blocks are found through the host's table. */
+void tes_segmap_set_host(tes_segment_t *host) { unit_store((uintptr_t)host >> TES_SEGMENT_SHIFT, 3); }
+
 tes_segment_t *tes_segment_find(const void *p) {
   uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
   if (unit >= TES_SEGMAP_COUNT) return NULL;
   unsigned v = unit_load(unit);
+  if (v == 3) return tes_packed_segment_of(p);
   while (v == 2 && unit > 0) v = unit_load(--unit);
   if (v != 1) return NULL;
   tes_segment_t *seg = (tes_segment_t *)(unit << TES_SEGMENT_SHIFT);
