@@ -69,8 +69,13 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
    * The owner's bin cannot be searched from here, but a block carries its
    * bin's mark only while it is in the bin (a pop, a flush, and the
    * owner's own check clear it; so does tes_heap_free_all); a live block
-   * passed to this thread has the program's data there. */
-  if (tes_unlikely(*tes_bin_mark(block) == (uintptr_t)__atomic_load_n(&page->bin, __ATOMIC_RELAXED))) {
+   * passed to this thread has the program's data there. So does a block
+   * on its owner's delayed list (tes_delayed_mark): freed again, it went
+   * onto the page's stack over its delayed link, and the owner's walk of
+   * the delayed list followed the stack's link (SIGSEGV). */
+  uintptr_t mark = *tes_bin_mark(block);
+  if (tes_unlikely(mark == (uintptr_t)__atomic_load_n(&page->bin, __ATOMIC_RELAXED) ||
+                   mark == tes_delayed_mark(page))) {
     tes_report_double_free(page, block);
     return; /* when the program goes on: not linked twice */
   }
@@ -101,6 +106,9 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
                                                   memory_order_relaxed));
   if (!delayed) return;
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
+#if !TES_SECURE
+  *tes_bin_mark(block) = tes_delayed_mark(page);
+#endif
   tes_block_t *head = atomic_load_explicit(&heap->delayed_free, memory_order_relaxed);
   do {
     block->next = tes_delayed_encode(heap, head);

@@ -1051,6 +1051,9 @@ void tes_heap_process_delayed(tes_heap_t *heap) {
     }
     linked = true;
 #endif
+#if !TES_SECURE
+    *tes_bin_mark(block) = 0; /* off the delayed list (tes_delayed_mark) */
+#endif
     heap->counters.delayed_processed++;
     tes_free_local_block(page, block);
     block = next;
@@ -1589,6 +1592,13 @@ void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to) {
 
 void tes_heap_free_all(tes_heap_t *heap) {
   heap_stop_delayed(heap);
+#if !TES_SECURE
+  /* The dropped delayed blocks lose their marks too (tes_delayed_mark). */
+  for (tes_block_t *b = atomic_load(&heap->delayed_free); b != NULL; b = tes_delayed_decode(heap, b->next)) {
+    if (*tes_bin_mark(b) != tes_delayed_mark(tes_page_of(tes_segment_of(b), b))) break;
+    *tes_bin_mark(b) = 0;
+  }
+#endif
   atomic_store(&heap->delayed_free, NULL);
   /* The blocks dropped with the bins lose their marks: a stale mark in a
    * block carved again later (by a heap whose struct is this one again)

@@ -331,6 +331,13 @@ extern const uintptr_t tes_bin_end_words[2];
 /* A binned block's second word holds its bin's address (every class is at
  * least 16 bytes); zero once it leaves the bin (alloc_inline.h, free). */
 static inline uintptr_t *tes_bin_mark(tes_block_t *block) { return (uintptr_t *)block + 1; }
+/* The same word of a block on its heap's delayed list (default build):
+ * the address of its page's xthread_free, written at the delayed push,
+ * zeroed when the owner takes the block (tes_heap_process_delayed) or
+ * drops the list (tes_heap_free_all). A second remote free of the block
+ * before then finds it there (tes_free_remote): it would go onto the
+ * page's stack over the delayed link (review20, twentieth session). */
+static inline uintptr_t tes_delayed_mark(const tes_page_t *page) { return (uintptr_t)&page->xthread_free; }
 /* free.c: an owner's free of a medium block that carries its full bin's
  * mark: a double free if the bin holds it (reported), else freed as usual. */
 void tes_free_owned_checked(tes_page_t *page, tes_bin_t *bin, tes_block_t *block);

@@ -636,6 +636,20 @@ static int scenario(const char *name) {
       printf("handed out %d times after its double free\n", seen);
       return 1;
     }
+  } else if (strcmp(name, "double_free_remote_twice_full") == 0) {
+    /* double_free_remote_twice on a block of a full page (3,000 B: pages
+     * of 21 blocks, the first one full after 200): the first free goes
+     * onto the owner's delayed list and sets the page's mode back to
+     * NORMAL, the second onto the page's remote stack, over the block's
+     * delayed link; the default build said nothing and the owner's next
+     * slow path followed that link (SIGSEGV in tes_heap_process_delayed;
+     * review20, twentieth session). The hardened build's tag refuses it. */
+    enum { N = 200 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) blocks[i] = malloc(3000);
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_twice_in_thread, launder(blocks[0])) != 0 || pthread_join(t, NULL) != 0) return 6;
+    if (delayed_class_intact(3000) != 0) return 1;
   } else if (strcmp(name, "double_free_remote_twice_heap") == 0) {
     /* Both frees from another thread that has a heap (tes_free_slow's
      * remote branch, twentieth session): the second finds the remote

@@ -140,12 +140,36 @@ static void *free_rest_in_thread(void *arg) {
  * (under the victim on the remote stack); damaged: the link of the second
  * of them then overwritten (a write after free), so that their chain
  * cannot be told for sure: none of them may come back. */
-static int owner_remote_race(size_t size, int count, int victim, int rest, bool damaged) {
+static size_t list_length(const tes_page_t *page, const tes_block_t *b);
+static bool list_has(const tes_page_t *page, const tes_block_t *b, const void *x);
+
+/* single (owner_remote_race_single): the page's free list drained first
+ * (count: 0, mallocs until it is), so that the owner's free of the victim
+ * makes local_free that block alone, and the collect takes its one-block
+ * branch (the remote stack's head held back) with the blocks under the
+ * victim found again by remote_rest_find: every block must be on exactly
+ * one of the page's lists (review20, twentieth session). */
+static int owner_remote_race_at(size_t size, int count, int victim, int rest, bool damaged, bool single) {
   enum { MAX = 2000 };
   static char *blocks[MAX], *under[MAX];
-  for (int i = 0; i < count; i++) {
+  tes_page_t *first = NULL;
+  for (int i = 0; i < (single ? MAX : count); i++) {
     blocks[i] = malloc(size);
     if (blocks[i] == NULL) return 2;
+    if (!single) continue;
+    if (i == 0) first = tes_page_of(tes_segment_of(blocks[0]), blocks[0]);
+    if (tes_page_of(tes_segment_of(blocks[i]), blocks[i]) != first) {
+      printf("set-up failed: block %d not from the first block's page\n", i);
+      return 5;
+    }
+    if (first->free == NULL) {
+      count = i + 1;
+      break;
+    }
+  }
+  if (single && (first->free != NULL || first->local_free != NULL || count <= victim + rest)) {
+    printf("set-up failed: the page's free list not drained\n");
+    return 5;
   }
   for (int i = 0; i < rest; i++) under[i] = blocks[victim + 1 + i];
   pthread_t r;
@@ -159,6 +183,22 @@ static int owner_remote_race(size_t size, int count, int victim, int rest, bool 
   if (pthread_create(&t, NULL, free_in_thread, x) != 0 || pthread_join(t, NULL) != 0) return 6;
   *word = seen;          /* (as the owner read it before) */
   free(x);               /* and the owner's free goes on */
+  if (single) {
+    if (page->free != NULL || list_length(page, page->local_free) != 1) {
+      printf("set-up failed: local_free is not the victim alone\n");
+      return 5;
+    }
+    tes_page_collect(page); /* the one-block branch, after the walk's cut */
+    size_t on_free = list_length(page, page->free), on_local = list_length(page, page->local_free);
+    int twice = list_has(page, page->free, x) + list_has(page, page->local_free, x);
+    for (int k = 0; k < rest; k++)
+      twice += (list_has(page, page->free, under[k]) + list_has(page, page->local_free, under[k]) != 1);
+    printf("collected: %zu on free, %zu on local_free\n", on_free, on_local);
+    if (twice != 1 || on_free + on_local != (size_t)rest + 1) {
+      printf("after the collect a block is on no list or on two (%d)\n", twice);
+      return 1;
+    }
+  }
   /* The owner's next mallocs of the class take the remote free. */
   static char *again[MAX];
   int hits = 0;
@@ -185,6 +225,10 @@ static int owner_remote_race(size_t size, int count, int victim, int rest, bool 
   return hits <= 1 && back == rest ? 0 : 1;
 }
 
+static int owner_remote_race(size_t size, int count, int victim, int rest, bool damaged) {
+  return owner_remote_race_at(size, count, victim, rest, damaged, false);
+}
+
 /* Frees blocks[1..count) (arg: blocks, then count as a pointer-sized
  * integer) from this other thread: onto their page's remote stack. */
 static void *free_blocks_in_thread(void *arg) {
@@ -198,6 +242,11 @@ static size_t list_length(const tes_page_t *page, const tes_block_t *b) {
   size_t n = 0;
   for (; b != NULL && n <= page->capacity; b = tes_block_next(page, b)) n++;
   return n;
+}
+static bool list_has(const tes_page_t *page, const tes_block_t *b, const void *x) {
+  for (size_t n = 0; b != NULL && n <= page->capacity; b = tes_block_next(page, b), n++)
+    if ((const void *)b == x) return true;
+  return false;
 }
 
 /* remote_refill_single_local: a page whose free list is empty, whose
@@ -287,6 +336,8 @@ int main(int argc, char **argv) {
   /* _rest: three blocks under the victim on the stack (twentieth session:
    * they were lost). */
   if (argc == 2 && strcmp(argv[1], "owner_remote_race_rest") == 0) return owner_remote_race(48, 64, 10, 3, false);
+  /* _single: the same after the page's free list drained (one-block collect). */
+  if (argc == 2 && strcmp(argv[1], "owner_remote_race_single") == 0) return owner_remote_race_at(48, 0, 10, 3, false, true);
   if (argc == 2 && strcmp(argv[1], "owner_remote_race_rest_damaged") == 0)
     return owner_remote_race(48, 64, 10, 3, true);
   /* 3,000 B: pages of 21 blocks, the first one full after 200 (bugs.c). */
@@ -296,7 +347,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "large_free_race") == 0) return large_free_race();
   if (argc == 2 && strcmp(argv[1], "large_free_race_late") == 0) return large_free_race_late();
   fprintf(stderr,
-          "usage: %s free_count_interior_link|large_free_race[_late]|owner_remote_race[_rest[_damaged]|_delayed]|"
+          "usage: %s free_count_interior_link|large_free_race[_late]|owner_remote_race[_rest[_damaged]|_single|_delayed]|"
           "remote_refill_single_local\n",
           argv[0]);
   return 2;
