@@ -130,7 +130,9 @@ static inline bool page_holds(const tes_page_t *page, const void *p) {
  * (after reporting, when `report`). Cheap checks only in the default build. */
 tes_segment_t *tes_owned_segment(const void *p, bool report) {
   unsigned v = tes_segmap_get(p);
-  tes_segment_t *seg = v == 1 ? tes_segment_of(p) : v == 3 ? tes_packed_segment_of(p) : tes_segment_find(p);
+  tes_segment_t *seg = v == TES_UNIT_START ? tes_segment_of(p)
+                      : v == TES_UNIT_HOST  ? tes_packed_segment_of(p)
+                                            : tes_segment_find(p);
   if (seg == NULL) {
     if (report) tes_report_unowned(p);
     return NULL;
@@ -224,7 +226,7 @@ TES_INLINE bool secure_quick(const tes_segment_t *seg, tes_page_t *page, void *p
  * tes_secure_free_quick_any_thread); large blocks only in the default. */
 void tes_free_slow(void *p) {
   if (p == NULL) return; /* free(NULL) is common (libc and C++ runtimes, "free(old); old = new"): settle it first */
-  if (tes_likely(tes_segmap_get(p) == 1)) {
+  if (tes_likely(tes_segmap_get(p) == TES_UNIT_START)) {
     tes_segment_t *seg = tes_segment_of(p);
     tes_heap_t *heap = tes_tls_heap;
     if (tes_likely(atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id)) {
@@ -267,7 +269,7 @@ void tes_free_slow(void *p) {
     }
   }
 #if !TES_SECURE
-  else if (tes_segmap_get(p) == 3) {
+  else if (tes_segmap_get(p) == TES_UNIT_HOST) {
     /* A packed large block (large.c): the same check as a large block's
      * above, its segment found in its host's unit. */
     tes_segment_t *seg = tes_packed_segment_of(p);

@@ -181,7 +181,7 @@ void tes_bin_refuse(tes_bin_t *bin) {
   tes_block_t *block = bin->head;
   /* The head came from our own free, or from the link of a block whose
    * mark was intact: look its page up only if a segment of ours holds it. */
-  const tes_page_t *page = tes_segmap_get(block) == 1 ? tes_page_of(tes_segment_of(block), block) : NULL;
+  const tes_page_t *page = tes_segmap_get(block) == TES_UNIT_START ? tes_page_of(tes_segment_of(block), block) : NULL;
   tes_report_error(TES_ERR_BIN_DAMAGED, block, page);
   /* When the program goes on: the blocks still in the bin are dropped (their
    * pages keep counting them, a leak), because the link that reaches past

@@ -577,7 +577,14 @@ static inline long tes_opt(tes_option_t o) { return tes_option_values[o]; }
 TES_INLINE tes_segment_t *tes_segment_of(const void *p) {
   return (tes_segment_t *)((uintptr_t)p & ~(uintptr_t)TES_SEGMENT_MASK);
 }
-/* 1 when p's 4 MiB unit is the start of one of our segments. */
+/* What the segment map says of a 4 MiB unit (two bits). */
+enum {
+  TES_UNIT_NONE = 0,  /* none of our segments starts here or covers it */
+  TES_UNIT_START = 1, /* the start of one of our segments */
+  TES_UNIT_INSIDE = 2, /* covered by a segment that starts in an earlier unit */
+  TES_UNIT_HOST = 3,  /* a host of packed large blocks (large.c) */
+};
+/* The map's value for p's 4 MiB unit (TES_UNIT_*). */
 TES_INLINE unsigned tes_segmap_get(const void *p) {
   uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
   if (tes_unlikely(unit >= TES_SEGMAP_COUNT)) return 0;
@@ -593,7 +600,7 @@ TES_INLINE unsigned tes_segmap_get(const void *p) {
  * block's segment is mapped only as far as the block needs (large.c), so a
  * large segment does not qualify (its header, in its first page, says so). */
 TES_INLINE bool tes_maybe_small_block(const void *p) {
-  return ((uintptr_t)p & 15) == 0 && tes_segmap_get(p) == 1 &&
+  return ((uintptr_t)p & 15) == 0 && tes_segmap_get(p) == TES_UNIT_START &&
          ((const tes_segment_t *)((uintptr_t)p & ~(uintptr_t)TES_SEGMENT_MASK))->kind != TES_SEG_LARGE;
 }
 #define TES_DELAYED_WALK_MAX ((size_t)1 << 20) /* delayed-list links such a walk follows at most */

@@ -94,26 +94,26 @@ void tes_segmap_set(tes_segment_t *seg, bool present) {
   uintptr_t end = unit + units_of(seg->size);
   if (end > TES_SEGMAP_COUNT) end = TES_SEGMAP_COUNT;
   if (unit >= end) return;
-  unit_store(unit, present ? 1 : 0);
-  for (uintptr_t tail = unit + 1; tail < end; tail++) unit_store(tail, present ? 2 : 0);
+  unit_store(unit, present ? TES_UNIT_START : TES_UNIT_NONE);
+  for (uintptr_t tail = unit + 1; tail < end; tail++) unit_store(tail, present ? TES_UNIT_INSIDE : TES_UNIT_NONE);
 }
 
 void tes_segmap_shrink(tes_segment_t *seg, size_t new_size) {
   uintptr_t unit = (uintptr_t)seg >> TES_SEGMENT_SHIFT;
-  for (size_t i = units_of(new_size); i < units_of(seg->size) && unit + i < TES_SEGMAP_COUNT; i++) unit_store(unit + i, 0);
+  for (size_t i = units_of(new_size); i < units_of(seg->size) && unit + i < TES_SEGMAP_COUNT; i++) unit_store(unit + i, TES_UNIT_NONE);
 }
 
-/* A unit that hosts several large blocks (large.c, "packed" blocks): 3
- * in the map; its blocks are found through the host's table. */
-void tes_segmap_set_host(tes_segment_t *host) { unit_store((uintptr_t)host >> TES_SEGMENT_SHIFT, 3); }
+/* A unit that hosts several large blocks (large.c, "packed" blocks):
+ * TES_UNIT_HOST in the map; its blocks are found through the host's table. */
+void tes_segmap_set_host(tes_segment_t *host) { unit_store((uintptr_t)host >> TES_SEGMENT_SHIFT, TES_UNIT_HOST); }
 
 tes_segment_t *tes_segment_find(const void *p) {
   uintptr_t unit = (uintptr_t)p >> TES_SEGMENT_SHIFT;
   if (unit >= TES_SEGMAP_COUNT) return NULL;
   unsigned v = unit_load(unit);
-  if (v == 3) return tes_packed_segment_of(p);
-  while (v == 2 && unit > 0) v = unit_load(--unit);
-  if (v != 1) return NULL;
+  if (v == TES_UNIT_HOST) return tes_packed_segment_of(p);
+  while (v == TES_UNIT_INSIDE && unit > 0) v = unit_load(--unit);
+  if (v != TES_UNIT_START) return NULL;
   tes_segment_t *seg = (tes_segment_t *)(unit << TES_SEGMENT_SHIFT);
   if ((uintptr_t)p >= (uintptr_t)seg + seg->size) return NULL;
   return seg;
