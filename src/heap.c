@@ -1470,11 +1470,15 @@ void tes_heap_abandon(tes_heap_t *heap) { heap_abandon(heap, true); }
  * samples against tcmalloc's 11%. A parked heap is abandoned as before when
  * no thread takes it within a purge delay (heap_deferred_eighth, any
  * thread's), when more than TES_PARKED_MAX wait (the oldest), and by a
- * forced collect (malloc_trim); with TESSERA_HEAP_PARK=0, a purge delay of
- * 0, and in the hardened build it is not parked at all. Other threads' frees reach it as remote
+ * forced collect (malloc_trim); with TESSERA_HEAP_PARK=0 or a purge delay
+ * of 0 it is not parked at all. The hardened build parks too (twentieth
+ * session): the collect below returns its out-of-band bins and kept pages
+ * to their pages first, its keys stay with the heap struct and so with its
+ * pages' encoded links, and a block freed again after the exit is still
+ * its double free (security.*_exited, security.double_free_parked_adopted).
+ * Other threads' frees reach it as remote
  * frees (its segments have TES_TID_SHARED while parked, so no thread takes
  * them for its own), and their sweeps purge its pages as they come due. */
-#if !TES_SECURE
 /* What a parked heap keeps of its retired pages for the next thread, by
  * retired_bytes. Nothing is due at the exit (the purge delay is 25-100 ms
  * and a thread of mstress lives ~10 ms), so unbounded a parked heap kept
@@ -1502,13 +1506,8 @@ static void park_trim(tes_heap_t *heap) {
   }
   tes_unlock(&heap->purge_lock);
 }
-#endif
 
 bool tes_heap_park(tes_heap_t *heap) {
-#if TES_SECURE
-  (void)heap;
-  return false;
-#else
   int64_t now = tes_os_clock_ms();
   if (!heap->is_default || !tes_opt(TES_OPTION_HEAP_PARK) || tes_purge_delay(now) <= 0) return false;
   /* First-class heaps to delete into it first (tes_heap_abandon does). */
@@ -1537,7 +1536,6 @@ bool tes_heap_park(tes_heap_t *heap) {
   tes_unlock(&heaps_lock);
   if (over) tes_heap_abandon_parked(INT64_MAX, 1); /* the oldest */
   return true;
-#endif
 }
 
 /* The newest parked heap, now the calling thread's (its segments take the

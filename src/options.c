@@ -25,8 +25,7 @@ static const tes_option_desc_t option_table[TES_OPTION_COUNT] = {
      * (internal.h, tes_sbin_t; docs/RELIABILITY.md). */
     [TES_OPTION_BINS] = {"bins", 1, 0, 1},
     [TES_OPTION_PURGE_THREAD] = {"purge_thread", 0, 0, 1},
-    /* The hardened build abandons at once (heap.c, tes_heap_park): 0 only. */
-    [TES_OPTION_HEAP_PARK] = {"heap_park", TES_SECURE ? 0 : 1, 0, TES_SECURE ? 0 : 1},
+    [TES_OPTION_HEAP_PARK] = {"heap_park", 1, 0, 1},
     /* The hardened build keeps a segment (and a guard page) a block: 0 only. */
     [TES_OPTION_LARGE_PACK] = {"large_pack", 0, 0, TES_SECURE ? 0 : 1},
 };
@@ -42,7 +41,7 @@ long tes_option_values[TES_OPTION_COUNT] = {
     [TES_OPTION_ABORT_ON_ERROR] = 1,
     [TES_OPTION_BINS] = 1,
     [TES_OPTION_PURGE_THREAD] = 0,
-    [TES_OPTION_HEAP_PARK] = TES_SECURE ? 0 : 1,
+    [TES_OPTION_HEAP_PARK] = 1,
     [TES_OPTION_LARGE_PACK] = 0,
 };
 

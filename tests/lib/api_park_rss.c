@@ -70,7 +70,7 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
   (void)argc, (void)argv;
   if (!api_malloc_is_linked_tessera()) return 77;
-  if (tes_option_get(TES_OPTION_HEAP_PARK) == 0) return 77; /* the hardened build abandons at the exit */
+  if (tes_option_get(TES_OPTION_HEAP_PARK) == 0) return 77; /* TESSERA_HEAP_PARK=0: abandoned at the exit */
   REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 100000) == 0, "purge delay");
   REQUIRE(tes_option_set(TES_OPTION_PURGE_THREAD, 0) == 0, "purge thread");
   free(malloc(1)); /* the main thread's heap first */

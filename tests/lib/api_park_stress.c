@@ -250,7 +250,13 @@ int main(int argc, char **argv) {
   bool with_fork = argc > 1 && strcmp(argv[1], "fork") == 0;
   int rounds = argc > 2 ? atoi(argv[2]) : 1;
   API_GROUP("park stress");
-  if (tes_option_get(TES_OPTION_HEAP_PARK) != 1) printf("note: heap parking is off in this build or run\n");
+  /* Both builds park unless told not to (the hardened build too since the
+   * twentieth session: api_park_stress.secure stresses its parked heaps). */
+  const char *park_env = getenv("TESSERA_HEAP_PARK");
+  bool park_off = park_env != NULL && strcmp(park_env, "0") == 0;
+  CHECK(park_off || tes_option_get(TES_OPTION_HEAP_PARK) == 1, "heap parking is on (TESSERA_HEAP_PARK %s)",
+        park_env != NULL ? park_env : "unset");
+  if (park_off) printf("note: heap parking is off in this run\n");
   fflush(stdout);
   /* glibc keeps a little memory per concurrent thread (api_warm_up_threads):
    * as many at once as the test runs (spawn), before the baseline. */

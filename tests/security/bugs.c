@@ -540,6 +540,67 @@ static int double_free_released(size_t size, int how, int offset) {
   return c.result;
 }
 
+/* A block freed twice, its owner thread having exited between the two
+ * frees with another block of the page still live, so that its page stays
+ * in use: the exited thread's heap is parked whole (src/heap.c,
+ * tes_heap_park; the hardened build too since the twentieth session).
+ * double_free_parked: the main thread frees it again while the heap waits
+ * (a remote free into a parked heap's page). double_free_parked_adopted: a
+ * new thread takes the parked heap over (tes_heap_unpark: the same heap
+ * struct, its keys and pages, now that thread's own) and frees it again
+ * as the owner. Both must be reported as the double free they are. */
+typedef struct parked_case_s {
+  size_t size;
+  char *p, *keep;
+  int result;
+} parked_case_t;
+
+static void *parked_exit_thread(void *arg) {
+  parked_case_t *c = arg;
+  c->keep = malloc(c->size);
+  c->p = malloc(c->size);
+  if (c->keep == NULL || c->p == NULL) {
+    c->result = 5;
+    return NULL;
+  }
+  memset(c->p, 'a', c->size);
+  free(launder(c->p));
+  return NULL;
+}
+
+static void *parked_adopt_thread(void *arg) {
+  parked_case_t *c = arg;
+  char *q = malloc(c->size); /* the thread's first malloc: it takes the parked heap */
+  if (q == NULL) {
+    c->result = 5;
+    return NULL;
+  }
+  printf("new thread's block %s the exited thread's segment\n",
+         ((uintptr_t)q >> 22) == ((uintptr_t)c->keep >> 22) ? "in" : "outside");
+  fflush(stdout);
+  free(launder(c->p));
+  c->result = keep_working();
+  free(q);
+  return NULL;
+}
+
+static int double_free_parked(size_t size, bool adopted) {
+  parked_case_t c = {size, NULL, NULL, 0};
+  pthread_t t;
+  if (pthread_create(&t, NULL, parked_exit_thread, &c) != 0) return 5;
+  pthread_join(t, NULL);
+  if (c.result != 0) return c.result;
+  if (adopted) {
+    if (pthread_create(&t, NULL, parked_adopt_thread, &c) != 0) return 5;
+    pthread_join(t, NULL);
+  } else {
+    free(launder(c.p));
+    c.result = keep_working();
+  }
+  free(c.keep);
+  return c.result;
+}
+
 static int scenario(const char *name) {
   if (strcmp(name, "double_free_released_page") == 0) return double_free_released(100, RETIRED, 0);
   if (strcmp(name, "double_free_released_page_medium") == 0) return double_free_released(5000, RETIRED, 0);
@@ -547,6 +608,10 @@ static int scenario(const char *name) {
   if (strcmp(name, "double_free_released_trimmed_medium") == 0) return double_free_released(70000, TRIMMED, 0);
   if (strcmp(name, "double_free_released_exited") == 0) return double_free_released(100, EXITED, 0);
   if (strcmp(name, "double_free_released_exited_medium") == 0) return double_free_released(70000, EXITED, 0);
+  if (strcmp(name, "double_free_parked") == 0) return double_free_parked(100, false);
+  if (strcmp(name, "double_free_parked_medium") == 0) return double_free_parked(70000, false);
+  if (strcmp(name, "double_free_parked_adopted") == 0) return double_free_parked(100, true);
+  if (strcmp(name, "double_free_parked_adopted_medium") == 0) return double_free_parked(70000, true);
   if (strcmp(name, "free_released_page_interior") == 0) return double_free_released(100, RETIRED, 48);
   if (strcmp(name, "free_released_segment_misaligned") == 0) return double_free_released(100, TRIMMED, 8);
   if (strcmp(name, "double_free_large_300k") == 0) return double_free_large(300000, 0);
