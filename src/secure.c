@@ -253,6 +253,13 @@ void tes_secure_page_init(tes_page_t *page) {
 #define TES_SHUFFLE_POOL_BYTES 1024
 #define TES_SHUFFLE_POOL_MIN 24 /* below mimalloc's entropy at 64 B with 16 */
 #define TES_SHUFFLE_POOL_MAX 64
+/* One step of xorshift64 (13, 7, 17): four 16-bit draws a step. */
+static inline uint64_t xorshift64(uint64_t x) {
+  x ^= x << 13;
+  x ^= x >> 7;
+  return x ^ (x << 17);
+}
+
 void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
   uint32_t pool[TES_SHUFFLE_POOL_MAX];
   static_assert(TES_SHUFFLE_POOL_MIN >= TES_EXTEND_MIN_BLOCKS && TES_SHUFFLE_POOL_MIN <= TES_SHUFFLE_POOL_MAX,
@@ -285,17 +292,13 @@ void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
   } while (0)
   tes_block_t link = {0}, *prev = &link; /* the first block's link lands in `link` */
   while (m >= 4) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
+    x = xorshift64(x);
     HAND_OUT(x);
     HAND_OUT(x >> 16);
     HAND_OUT(x >> 32);
     HAND_OUT(x >> 48);
   }
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
+  x = xorshift64(x);
   for (uint64_t draws = x; m > 0; draws >>= 16) HAND_OUT(draws);
 #undef HAND_OUT
   tes_block_t *head = tes_block_next(page, &link);
