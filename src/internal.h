@@ -604,7 +604,7 @@ TES_INLINE bool tes_maybe_small_block(const void *p) {
          ((const tes_segment_t *)((uintptr_t)p & ~(uintptr_t)TES_SEGMENT_MASK))->kind != TES_SEG_LARGE;
 }
 #define TES_DELAYED_WALK_MAX ((size_t)1 << 20) /* delayed-list links such a walk follows at most */
-/* Packed large blocks (large.c): a unit that is 3 in the segment map hosts
+/* Packed large blocks (large.c): a unit that is TES_UNIT_HOST in the segment map hosts
  * several, each in a run of 64 KiB granules with a segment header of its
  * own at the run's start; the host keeps at TES_LARGE_OFFSET a word with
  * bit g set where a run starts. The segment of the block p lies in, or

@@ -430,7 +430,7 @@ static int64_t waiting_due(void) {
  * in runs of 64 KiB granules, instead of a segment of its own. Each block
  * still has a segment header of its own at the start of its run
  * (seg->size is the run), so everything that takes a large block's segment
- * works unchanged; the host's unit is 3 in the segment map, and
+ * works unchanged; the host's unit is TES_UNIT_HOST in the segment map, and
  * tes_segment_find reads the block's run start from the host's table.
  * Granule 0 holds the host's headers. Hosts are 4 MiB segments taken from
  * the segment cache (exactly a unit: what emptied small and medium segments
