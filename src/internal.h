@@ -176,7 +176,14 @@ struct tes_page_s {
     struct tes_bin_s *bin;     /* default build: the owner heap's bin of this class */
   };
   tes_page_t *next, *prev;     /* class queue, full queue or purge list */
-  uint64_t installed;          /* blocks ever placed on `free` (stats) */
+  union {
+    uint64_t installed;        /* in use: blocks ever placed on `free` (stats; folded when the page retires) */
+    /* Hardened build, retired: the capacity the page had, which
+     * tes_segment_page_free zeroes (so no block of it passes a block test)
+     * and which a retired page's resident bytes are judged by (heap.c,
+     * retired_bytes). tes_page_init sets installed again. */
+    uint64_t retired_capacity;
+  };
   uint64_t remote_collected;   /* remote frees collected (stats) */
   int64_t live_base;           /* live count when the stats above were last folded */
   int64_t purge_expire;        /* ms clock when a retired page may be purged */

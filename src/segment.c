@@ -561,6 +561,7 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
   page->in_use = 0;
   if (!purged) page->mem_zero = 0;
 #if TES_SECURE
+  page->retired_capacity = page->capacity; /* its statistics are folded: what it carved, for retired_bytes */
   tes_page_capacity_set(page, 0); /* no block of it passes tes_secure_free_quick's capacity test */
 #endif
   page_slices_set(heap, seg, page->index, false); /* a stray free of its blocks takes the slow path */

@@ -97,7 +97,8 @@ if(TARGET tessera_secure)
   # build too (3.31 MiB above the start before, 0.02 after).
   # api_park_stress.secure: the hardened build's parked heaps (twentieth
   # session; before, none was parked there); api_park_rss.secure: a parked
-  # hardened heap's retired pages bounded as the default build's.
+  # hardened heap's retired pages bounded as the default build's, counted
+  # by what each carved (twenty-first session; before, each counted whole).
   # api_merge19_stress.secure: the nineteenth session's merges together
   # (large cache take, growth_trim, the hardened medium bins).
   foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
