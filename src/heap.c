@@ -861,8 +861,9 @@ static inline bool parked_any(void) { return __atomic_load_n(&parked_heaps, __AT
 
 /* heap_deferred's work of every eighth slow call: cached large spans and
  * other heaps' due purges, and one segment of an exited thread; once per
- * purge delay, the queued pages other threads emptied. Out of line: the
- * seven calls between pay only the count. */
+ * purge delay, the queued pages other threads emptied; in the hardened
+ * build, while pages are kept, their window and this heap's due purges.
+ * Out of line: the seven calls between pay only the count. */
 static TES_NOINLINE void heap_deferred_eighth(tes_heap_t *heap) {
   tes_cache_purge(false);
   int64_t now = tes_os_clock_ms();
