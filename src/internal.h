@@ -451,7 +451,7 @@ struct tes_heap_s {
   _Atomic int64_t kept_purge_due;       /* secure: see `kept` below */
   uint64_t slow_count;
 #if TES_SECURE
-  uint32_t quick_refills;                /* tes_heap_malloc_miss's refills from local_free (every eighth goes the long way) */
+  uint32_t quick_refills;                /* tes_heap_malloc_miss's refills from local_free (every eighth runs heap_deferred first) */
 #endif
   int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
   int64_t queues_sweep_due;             /* ms clock: next look for queued pages others emptied (slow path) */
