@@ -98,18 +98,19 @@ const uintptr_t tes_bin_end_words[2] = {0, 1};
  * 4 MiB: 85.2 M; RELIABILITY.md, twentieth session). Less is slower where
  * medium blocks churn: fit-large ran 1.27x the time with 128 KiB worth (at
  * least 2), 1.52x with 32 KiB (at least 1); see PERFORMANCE.md. */
-static uint32_t bin_limit(unsigned c) {
+static uint32_t bin_blocks(unsigned c, size_t most) {
   if (!tes_opt(TES_OPTION_BINS)) return 0;
   if (TES_SECURE && tes_class_size(c) <= TES_SMALL_BLOCK_MAX) return 0; /* hardened: medium classes only (internal.h) */
   const size_t share = tes_class_steps(c) / 4; /* 2 for the eighths */
   size_t n = ((size_t)(TES_SECURE ? 1024 : 256) << 10) / share / tes_class_size(c); /* KiB worth */
-#if TES_SECURE
-  const size_t most = TES_SBIN_SLOTS / share;
-#else
-  const size_t most = 64 / share;
-#endif
+  most /= share;
   return n < 2 ? 2 : n > most ? (uint32_t)most : (uint32_t)n;
 }
+#if TES_SECURE
+static uint32_t bin_limit(unsigned c) { return bin_blocks(c, TES_SBIN_SLOTS); }
+#else
+static uint32_t bin_limit(unsigned c) { return bin_blocks(c, 64); }
+#endif
 
 /* Set the limits of empty bins (the option may have changed since). */
 static void bins_set_limits(tes_heap_t *heap) {
@@ -123,6 +124,28 @@ static void bins_set_limits(tes_heap_t *heap) {
 #endif
   }
 }
+
+#if !TES_SECURE
+/* A malloc slow path of class c found its bin empty and the class's head
+ * page with blocks on local_free, where its owner's frees go only past a
+ * full bin (or a flush): the program frees, then allocates, more blocks of
+ * the class at a time than the bin holds. The bin then kept the first
+ * blocks of each round of frees, the coldest, and sent the last ones, the
+ * ones in cache, to their pages (fit_cpe357: 100 blocks of 1 KiB, a bin of
+ * 64; 1.6 L1 read misses a malloc against tcmalloc's 0.9, whose per-class
+ * list grows with such use, gperftools thread_cache.cc,
+ * FetchFromCentralCache). So the bin doubles, up to the same bytes worth
+ * and the room byte's 255 blocks (127 for the eighths), until the next
+ * flush sets the limits back (bins_flush, once per purge delay). The bin is
+ * empty: its room is its limit, before and after. */
+static TES_NOINLINE void bin_grow(tes_bin_t *bin, unsigned c) {
+  uint32_t most = bin_blocks(c, TES_BIN_ROOM_MASK);
+  if (bin->head != TES_BIN_END || bin->limit == 0 || bin->limit >= most) return;
+  uint32_t limit = bin->limit * 2 < most ? bin->limit * 2 : most;
+  bin->limit = limit; /* first: a racy reader (tes_bin_held) sees room <= limit */
+  bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | limit;
+}
+#endif
 
 static void bins_reset(tes_heap_t *heap) {
   heap->bins_due = 0;
@@ -1192,6 +1215,9 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
   tes_page_t *page = heap->queues[c].first;
   if (page == NULL || page->free == NULL) {
     /* Out of blocks at the head of the class: the real slow path. */
+#if !TES_SECURE
+    if (page != NULL && page->local_free != NULL) bin_grow(&heap->bins[c], c);
+#endif
     heap_deferred(heap);
     page = find_page(heap, c);
     if (page != NULL) heap->counters.slow_allocs++; /* a failure is no miss (fast_path_hits) */

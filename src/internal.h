@@ -283,7 +283,7 @@ typedef struct tes_bin_s {
   /* Pops above TES_BIN_ROOM_BITS, room (pushes left) below: a pop adds
    * TES_BIN_POP, one instruction for both counts. */
   uint64_t tally;
-  uint32_t limit;              /* room when empty (at most 64) */
+  uint32_t limit;              /* room when empty (at most 64, 255 grown: heap.c, bin_grow) */
 } tes_bin_t;
 #if TES_SECURE
 /* The hardened build's bins, for the medium classes (above 8 KiB; pages of
@@ -319,7 +319,11 @@ static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted b
 #define TES_BIN_ROOM_MASK (((uint64_t)1 << TES_BIN_ROOM_BITS) - 1)
 #define TES_BIN_POP (((uint64_t)1 << TES_BIN_ROOM_BITS) + 1)
 static inline uint32_t tes_bin_held(const tes_bin_t *bin) {
-  return bin->limit - (uint32_t)(bin->tally & TES_BIN_ROOM_MASK);
+  /* A walk of another thread's heap (stats) may read a limit that its
+   * owner changes at that moment (bin_grow, bins_set_limits): never a
+   * count below zero. */
+  uint32_t limit = bin->limit, room = (uint32_t)(bin->tally & TES_BIN_ROOM_MASK);
+  return room < limit ? limit - room : 0;
 }
 static inline uint64_t tes_bin_pops(const tes_bin_t *bin) { return bin->tally >> TES_BIN_ROOM_BITS; }
 extern tes_bin_t tes_bin_closed; /* room 0: pages no bin may take blocks of */

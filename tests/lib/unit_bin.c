@@ -147,6 +147,31 @@ int main(void) {
   tes_free(hold);
   tes_free(keeper);
 
+  /* A bin whose mallocs empty it while frees past it wait on their pages
+   * grows (heap.c, bin_grow): rounds of 100 blocks of 1 KiB freed, then
+   * allocated again, get every block back from the bin, the block freed
+   * last first (with the bin of 64 the first malloc got the 64th block
+   * freed, and the last 36 frees, the ones in cache, waited on the pages:
+   * fit_cpe357). The next flush sets the limit back. */
+  tes_collect(false);
+  tes_bin_t *kbin = bin_of(heap, 1000);
+  CHECK(kbin->limit == 64, "1 KiB bin limit %u before the rounds", kbin->limit);
+  void *kb[N];
+  for (int i = 0; i < N; i++) kb[i] = tes_malloc(1000);
+  for (int round = 0; round < 4; round++) {
+    for (int i = 0; i < N; i++) tes_free(kb[i]);
+    for (int i = 0; i < N; i++) kb[i] = tes_malloc(1000);
+  }
+  for (int i = 0; i < N; i++) tes_free(kb[i]);
+  CHECK(kbin->limit == 128 && tes_bin_held(kbin) == N, "1 KiB bin after the rounds: limit %u, holds %u (want 128, %d)",
+        kbin->limit, tes_bin_held(kbin), N);
+  void *back = tes_malloc(1000);
+  CHECK(back == kb[N - 1], "the first malloc got %p, not the block freed last %p", back, kb[N - 1]);
+  tes_free(back);
+  tes_collect(false);
+  CHECK(kbin->limit == 64 && tes_bin_held(kbin) == 0, "after collect: limit %u, holds %u (want 64, 0)", kbin->limit,
+        tes_bin_held(kbin));
+
   /* Medium classes have bins too (limit 2 for 128 KiB blocks). */
   void *m = tes_malloc(20000);
   tes_free(m);
