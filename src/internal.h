@@ -284,7 +284,9 @@ typedef struct tes_bin_s {
    * TES_BIN_POP, one instruction for both counts. */
   uint64_t tally;
   uint32_t limit;              /* room when empty (at most 64, 255 grown: heap.c, bin_grow) */
+  uint32_t most;               /* default build: what bin_grow may raise limit to (set with it) */
 } tes_bin_t;
+static_assert(sizeof(tes_bin_t) == 24, "a bin is three words");
 #if TES_SECURE
 /* The hardened build's bins, for the medium classes (above 8 KiB; pages of
  * a few blocks, which ran dry on most mallocs of fit-large): out of band,
@@ -451,6 +453,7 @@ struct tes_heap_s {
   uint32_t quick_refills;                /* tes_heap_malloc_miss's refills from local_free (every eighth goes the long way) */
 #endif
   int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
+  size_t bins_grown;                    /* default build: bytes bin_grow added to the limits since the last flush */
   int64_t queues_sweep_due;             /* ms clock: next look for queued pages others emptied (slow path) */
   /* Hardened build: pages whose last block the owner freed, kept for
    * reuse without carving (heap.c, "kept empty pages"), a list per class.
