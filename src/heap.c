@@ -84,8 +84,10 @@ static const uint8_t direct_first[DIRECT_CLASSES] = {DIRECT_FIRST_4(0),  DIRECT_
 tes_bin_t tes_bin_closed = {.head = TES_BIN_END}; /* room 0 for ever: retired, abandoned and secure pages */
 const uintptr_t tes_bin_end_words[2] = {0, 1};
 
-/* Blocks a bin of class c may hold: 256 KiB worth, at least 2 and at most
- * 64, both halved for the classes of 1-8 KiB, which are eight a doubling
+/* Blocks a bin of class c may hold (bin_limit; bin_blocks: `kib` KiB
+ * worth, at least 2 and at most `most`): 256 KiB worth, at least 2 and at
+ * most 64 (more while grown: bin_grow, below), both halved for the
+ * classes of 1-8 KiB, which are eight a doubling
  * (twentieth session: the same bytes a doubling as with four; with the full
  * budget the `aligned` row's peak RSS went 10.4 -> 16.5 MiB), so all bins of
  * a heap full at once hold about 6.8 MiB, until the next flush;

@@ -274,7 +274,8 @@ typedef struct tes_counters_s {
  * its page's turn comes round again, long out of cache; the bin hands it back
  * at the next malloc of its class, still in L1 (tcmalloc's thread cache does
  * the same). Blocks in a bin stay counted in their page's `used`, so a bin
- * pins at most `limit` blocks (256 KiB worth, heap.c's bin_limit); the bins
+ * pins at most `limit` blocks (256 KiB worth, heap.c's bin_limit; up to 1
+ * MiB worth while grown, bin_grow); the bins
  * go back to their pages on collect, trim, heap detach, thread exit and,
  * once per purge delay, on a malloc slow path. The room left is the low
  * byte of `tally`, so the free fast path tests one byte. */
