@@ -185,7 +185,7 @@ TES_INLINE void tes_free_owned_to(tes_page_t *const *pagep, tes_block_t *block, 
    * head of its page's list (values loaded anyway). A medium block still in
    * the bin carries its mark, and the bin is searched (a program's data
    * that looks like a mark costs a search, never a false report); medium
-   * bins hold 2-64 blocks and fill often. A small block is not read: a loop
+   * bins hold 2-64 blocks (up to 127 grown) and fill often. A small block is not read: a loop
    * of small frees with the bin full ran 1.36x the time with that read (a
    * cache miss on every cold block), so one freed again while its full bin
    * holds it, with other frees between, is not caught here, unless its

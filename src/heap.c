@@ -84,8 +84,10 @@ static const uint8_t direct_first[DIRECT_CLASSES] = {DIRECT_FIRST_4(0),  DIRECT_
 tes_bin_t tes_bin_closed = {.head = TES_BIN_END}; /* room 0 for ever: retired, abandoned and secure pages */
 const uintptr_t tes_bin_end_words[2] = {0, 1};
 
-/* Blocks a bin of class c may hold: 256 KiB worth, at least 2 and at most
- * 64, both halved for the classes of 1-8 KiB, which are eight a doubling
+/* Blocks a bin of class c may hold (bin_limit; bin_blocks: `kib` KiB
+ * worth, at least 2 and at most `most`): 256 KiB worth, at least 2 and at
+ * most 64 (more while grown: bin_grow, below), both halved for the
+ * classes of 1-8 KiB, which are eight a doubling
  * (twentieth session: the same bytes a doubling as with four; with the full
  * budget the `aligned` row's peak RSS went 10.4 -> 16.5 MiB), so all bins of
  * a heap full at once hold about 6.8 MiB, until the next flush;
@@ -98,31 +100,70 @@ const uintptr_t tes_bin_end_words[2] = {0, 1};
  * 4 MiB: 85.2 M; RELIABILITY.md, twentieth session). Less is slower where
  * medium blocks churn: fit-large ran 1.27x the time with 128 KiB worth (at
  * least 2), 1.52x with 32 KiB (at least 1); see PERFORMANCE.md. */
-static uint32_t bin_limit(unsigned c) {
+static uint32_t bin_blocks(unsigned c, size_t most, size_t kib) {
   if (!tes_opt(TES_OPTION_BINS)) return 0;
   if (TES_SECURE && tes_class_size(c) <= TES_SMALL_BLOCK_MAX) return 0; /* hardened: medium classes only (internal.h) */
   const size_t share = tes_class_steps(c) / 4; /* 2 for the eighths */
-  size_t n = ((size_t)(TES_SECURE ? 1024 : 256) << 10) / share / tes_class_size(c); /* KiB worth */
-#if TES_SECURE
-  const size_t most = TES_SBIN_SLOTS / share;
-#else
-  const size_t most = 64 / share;
-#endif
+  size_t n = (kib << 10) / share / tes_class_size(c); /* KiB worth */
+  most /= share;
   return n < 2 ? 2 : n > most ? (uint32_t)most : (uint32_t)n;
 }
+#if TES_SECURE
+static uint32_t bin_limit(unsigned c) { return bin_blocks(c, TES_SBIN_SLOTS, 1024); }
+#else
+static uint32_t bin_limit(unsigned c) { return bin_blocks(c, 64, 256); }
+#endif
+
+/* What bin_grow may raise a bin to (1 MiB worth), and the heap's bins by in all. */
+#define TES_BIN_GROWN_KIB 1024
+#define TES_BIN_GROWN_MAX ((size_t)8 << 20)
 
 /* Set the limits of empty bins (the option may have changed since). */
 static void bins_set_limits(tes_heap_t *heap) {
+#if !TES_SECURE
+  heap->bins_grown = 0;
+#endif
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
 #if TES_SECURE
     if (c >= TES_MEDIUM_CLASS_FIRST) tes_sbin_of(heap, c)->limit = bin_limit(c);
 #else
     tes_bin_t *bin = &heap->bins[c];
     bin->limit = bin_limit(c);
+    bin->most = bin_blocks(c, TES_BIN_ROOM_MASK, TES_BIN_GROWN_KIB);
     bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | bin->limit;
 #endif
   }
 }
+
+#if !TES_SECURE
+/* A malloc slow path of class c found its bin empty and the class's head
+ * page with blocks on local_free, where its owner's frees go only past a
+ * full bin (or a flush): the program frees, then allocates, more blocks of
+ * the class at a time than the bin holds. The bin then kept the first
+ * blocks of each round of frees, the coldest, and sent the last ones, the
+ * ones in cache, to their pages (fit_cpe357: 100 blocks of 1 KiB, a bin of
+ * 64: 1.6 L1 read misses a malloc against tcmalloc's 0.9, whose per-class
+ * lists grow with such use: gperftools thread_cache.cc,
+ * FetchFromCentralCache; fit_large_range: a round's 50 frees of 32 B-64 KiB
+ * blocks overflowed the medium bins of 2-25, and its mallocs popped blocks
+ * freed long before from the pages). So the bin doubles, up to 1 MiB
+ * worth (the hardened bins' budget) and the room byte's 255 blocks (halved
+ * for the eighths), the heap's bins by TES_BIN_GROWN_MAX bytes in all, until
+ * the next flush sets the limits back (bins_flush, once per purge delay).
+ * All bins full at once then hold at most 6.4 + 8 MiB (PERFORMANCE.md,
+ * twenty-first session: 4 MiB left fit-large at 0.78 of the time before,
+ * 8 MiB 0.68, no bound 0.65). The bin is empty: its room is its limit,
+ * before and after. */
+static TES_NOINLINE void bin_grow(tes_heap_t *heap, tes_bin_t *bin, unsigned c) {
+  uint32_t limit = bin->limit * 2 < bin->most ? bin->limit * 2 : bin->most;
+  size_t size = tes_class_size(c), left = TES_BIN_GROWN_MAX - heap->bins_grown;
+  if ((limit - bin->limit) * size > left) limit = bin->limit + (uint32_t)(left / size);
+  if (limit == bin->limit) return;
+  heap->bins_grown += (limit - bin->limit) * size;
+  bin->limit = limit; /* first: a racy reader (tes_bin_held) sees room <= limit */
+  bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | limit;
+}
+#endif
 
 static void bins_reset(tes_heap_t *heap) {
   heap->bins_due = 0;
@@ -1204,6 +1245,11 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
   tes_page_t *page = heap->queues[c].first;
   if (page == NULL || page->free == NULL) {
     /* Out of blocks at the head of the class: the real slow path. */
+#if !TES_SECURE
+    tes_bin_t *bin = &heap->bins[c];
+    if (page != NULL && page->local_free != NULL && bin->limit < bin->most && bin->head == TES_BIN_END)
+      bin_grow(heap, bin, c);
+#endif
     heap_deferred(heap);
     page = find_page(heap, c);
     if (page != NULL) heap->counters.slow_allocs++; /* a failure is no miss (fast_path_hits) */

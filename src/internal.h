@@ -281,7 +281,8 @@ typedef struct tes_counters_s {
  * its page's turn comes round again, long out of cache; the bin hands it back
  * at the next malloc of its class, still in L1 (tcmalloc's thread cache does
  * the same). Blocks in a bin stay counted in their page's `used`, so a bin
- * pins at most `limit` blocks (256 KiB worth, heap.c's bin_limit); the bins
+ * pins at most `limit` blocks (256 KiB worth, heap.c's bin_limit; up to 1
+ * MiB worth while grown, bin_grow); the bins
  * go back to their pages on collect, trim, heap detach, thread exit and,
  * once per purge delay, on a malloc slow path. The room left is the low
  * byte of `tally`, so the free fast path tests one byte. */
@@ -290,8 +291,10 @@ typedef struct tes_bin_s {
   /* Pops above TES_BIN_ROOM_BITS, room (pushes left) below: a pop adds
    * TES_BIN_POP, one instruction for both counts. */
   uint64_t tally;
-  uint32_t limit;              /* room when empty (at most 64) */
+  uint32_t limit;              /* room when empty (at most 64, 255 grown: heap.c, bin_grow) */
+  uint32_t most;               /* default build: what bin_grow may raise limit to (set with it) */
 } tes_bin_t;
+static_assert(sizeof(tes_bin_t) == 24, "a bin is three words");
 #if TES_SECURE
 /* The hardened build's bins, for the medium classes (above 8 KiB; pages of
  * a few blocks, which ran dry on most mallocs of fit-large): out of band,
@@ -326,7 +329,11 @@ static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted b
 #define TES_BIN_ROOM_MASK (((uint64_t)1 << TES_BIN_ROOM_BITS) - 1)
 #define TES_BIN_POP (((uint64_t)1 << TES_BIN_ROOM_BITS) + 1)
 static inline uint32_t tes_bin_held(const tes_bin_t *bin) {
-  return bin->limit - (uint32_t)(bin->tally & TES_BIN_ROOM_MASK);
+  /* A walk of another thread's heap (stats) may read a limit that its
+   * owner changes at that moment (bin_grow, bins_set_limits): never a
+   * count below zero. */
+  uint32_t limit = bin->limit, room = (uint32_t)(bin->tally & TES_BIN_ROOM_MASK);
+  return room < limit ? limit - room : 0;
 }
 static inline uint64_t tes_bin_pops(const tes_bin_t *bin) { return bin->tally >> TES_BIN_ROOM_BITS; }
 extern tes_bin_t tes_bin_closed; /* room 0: pages no bin may take blocks of */
@@ -454,6 +461,7 @@ struct tes_heap_s {
   uint32_t quick_refills;                /* tes_heap_malloc_miss's refills from local_free (every eighth runs heap_deferred first) */
 #endif
   int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
+  size_t bins_grown;                    /* default build: bytes bin_grow added to the limits since the last flush */
   int64_t queues_sweep_due;             /* ms clock: next look for queued pages others emptied (slow path) */
   /* Hardened build: pages whose last block the owner freed, kept for
    * reuse without carving (heap.c, "kept empty pages"), a list per class.

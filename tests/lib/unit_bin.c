@@ -147,6 +147,69 @@ int main(void) {
   tes_free(hold);
   tes_free(keeper);
 
+  /* A bin whose mallocs empty it while frees past it wait on their pages
+   * grows (heap.c, bin_grow): rounds of 100 blocks of 1 KiB freed, then
+   * allocated again, get every block back from the bin, the block freed
+   * last first (with the bin of 64 the first malloc got the 64th block
+   * freed, and the last 36 frees, the ones in cache, waited on the pages:
+   * fit_cpe357). The next flush sets the limit back; a timed one (once per
+   * purge delay, on a slow path) may undo a round's growth, so the rounds
+   * go on until one leaves the limit grown (one or two). */
+  tes_collect(false);
+  tes_bin_t *kbin = bin_of(heap, 1000);
+  CHECK(kbin->limit == 64, "1 KiB bin limit %u before the rounds", kbin->limit);
+  void *kb[N];
+  for (int i = 0; i < N; i++) kb[i] = tes_malloc(1000);
+  for (int round = 0; round < 20 && (round < 4 || kbin->limit != 128); round++) {
+    for (int i = 0; i < N; i++) tes_free(kb[i]);
+    for (int i = 0; i < N; i++) kb[i] = tes_malloc(1000);
+  }
+  for (int i = 0; i < N; i++) tes_free(kb[i]);
+  CHECK(kbin->limit == 128 && tes_bin_held(kbin) == N, "1 KiB bin after the rounds: limit %u, holds %u (want 128, %d)",
+        kbin->limit, tes_bin_held(kbin), N);
+  void *back = tes_malloc(1000);
+  CHECK(back == kb[N - 1], "the first malloc got %p, not the block freed last %p", back, kb[N - 1]);
+  tes_free(back);
+  tes_collect(false);
+  CHECK(kbin->limit == 64 && tes_bin_held(kbin) == 0, "after collect: limit %u, holds %u (want 64, 0)", kbin->limit,
+        tes_bin_held(kbin));
+
+  /* Growth is bounded: 1 MiB worth a class (and 255 blocks), 8 MiB added
+   * to the heap's bins in all until the next flush. Rounds of every medium
+   * class (10-128 KiB), 1 MiB of blocks each freed then allocated again,
+   * would grow them by 12 MiB; a long purge delay keeps the timed flush
+   * away. */
+  long delay0 = tes_option_get(TES_OPTION_PURGE_DELAY_MS);
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 600000) == 0, "purge delay");
+  tes_collect(false);
+  for (unsigned c = TES_MEDIUM_CLASS_FIRST; c < TES_CLASS_COUNT; c++) {
+    size_t size = tes_class_size(c), n = ((size_t)1 << 20) / size;
+    void **v = tes_malloc(n * sizeof *v);
+    REQUIRE(v != NULL, "malloc");
+    for (size_t i = 0; i < n; i++) v[i] = tes_malloc(size);
+    for (int round = 0; round < 6; round++) {
+      for (size_t i = 0; i < n; i++) tes_free(v[i]);
+      for (size_t i = 0; i < n; i++) v[i] = tes_malloc(size);
+    }
+    for (size_t i = 0; i < n; i++) tes_free(v[i]);
+    tes_free(v);
+  }
+  size_t grown_all = 0, big = 0;
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    grown_all += (size_t)heap->bins[c].limit * tes_class_size(c);
+    CHECK(heap->bins[c].limit <= 255 && (size_t)heap->bins[c].limit * tes_class_size(c) <= ((size_t)1 << 20),
+          "class %u: bin limit %u", c, heap->bins[c].limit);
+    if (c >= TES_MEDIUM_CLASS_FIRST && (size_t)heap->bins[c].limit * tes_class_size(c) > ((size_t)512 << 10)) big++;
+  }
+  CHECK(grown_all > all && grown_all - all <= ((size_t)8 << 20) && heap->bins_grown == grown_all - all,
+        "bins grew by %zu bytes (counted %zu), want at most 8 MiB", grown_all - all, heap->bins_grown);
+  CHECK(big >= 6, "only %zu medium bins grew past 512 KiB worth", big);
+  tes_collect(false);
+  CHECK(heap->bins_grown == 0 && bin_of(heap, 120000)->limit == 2, "after collect: grown %zu, 128 KiB bin limit %u",
+        heap->bins_grown, bin_of(heap, 120000)->limit);
+  REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, delay0) == 0, "purge delay back");
+  heap->bins_due = 0; /* a timed flush above set the next one 600 s away: due now */
+
   /* Medium classes have bins too (limit 2 for 128 KiB blocks). */
   void *m = tes_malloc(20000);
   tes_free(m);
