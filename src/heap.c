@@ -1136,6 +1136,19 @@ void tes_heap_process_delayed(tes_heap_t *heap) {
     linked = true;
 #endif
 #if !TES_SECURE
+    /* A block its owner freed again after another thread's free had put it
+     * here: its second word is now its bin's mark (or the program's data,
+     * once handed out), its first word a bin's or page's link, not a
+     * delayed one, which decoded to a wild address: SIGSEGV on the next
+     * step (security.default_continue_after_double_free_delayed_owner). The
+     * list ends before it, reported: it is in the owner's bin or on its
+     * page's list already, and the blocks after it are lost (their pages
+     * keep counting them), never handed out twice. The line is the one the
+     * link is read from. */
+    if (tes_unlikely(*tes_bin_mark(block) != tes_delayed_mark(page))) {
+      tes_report_error(TES_ERR_BIN_DAMAGED, block, page);
+      break;
+    }
     *tes_bin_mark(block) = 0; /* off the delayed list (tes_delayed_mark) */
 #endif
     heap->counters.delayed_processed++;

@@ -302,9 +302,16 @@ static TES_NOINLINE tes_block_t *remote_list_cut(tes_page_t *page, tes_block_t *
  * one after another, miss on blocks the freeing thread wrote. */
 #define TES_REMOTE_CHECK_MAX 8
 TES_INLINE tes_block_t *remote_list_end(tes_page_t *page, tes_block_t **list, size_t *count) {
+  /* Each block inside the page's carved blocks: a block its owner freed
+   * too, into its bin, links to the bin's next block, or to the bin's end
+   * (TES_BIN_END, whose link is NULL: the stack looked whole, and the
+   * page's list then handed out that static as a block). */
+  const uint8_t *area = page->area;
+  size_t carved = (size_t)page->capacity * page->block_size;
   tes_block_t *tail = *list;
-  for (size_t k = *count; k > 1 && tail != NULL; k--) tail = tail->next;
-  if (tes_unlikely(tail == NULL || tail->next != NULL)) return remote_list_cut(page, list, count);
+  for (size_t k = *count; k > 1 && tail != NULL && (size_t)((uint8_t *)tail - area) < carved; k--) tail = tail->next;
+  if (tes_unlikely(tail == NULL || (size_t)((uint8_t *)tail - area) >= carved || tail->next != NULL))
+    return remote_list_cut(page, list, count);
   return tail;
 }
 #endif

@@ -739,6 +739,24 @@ static int scenario(const char *name) {
       printf("handed out %d and %d times after the double free\n", seen_a, seen_b);
       return 1;
     }
+  } else if (strcmp(name, "double_free_delayed_owner") == 0 || strcmp(name, "double_free_remote_owner_full") == 0) {
+    /* Blocks of a full page (3,000 B, as _remote_twice_full) freed by
+     * another thread, then one of them again by its owner. _delayed_owner:
+     * the first, which went onto the owner's delayed list: the default
+     * build's owner walk read its bin's link as a delayed one (SIGSEGV in
+     * tes_heap_process_delayed), or, with TESSERA_BINS=0, linked it twice
+     * (a cycle handed out for ever). _remote_owner_full: the third, the
+     * head of the page's remote stack, which then linked to the bin's end:
+     * the collect took that for the stack's end, and the block was handed
+     * out from the bin and from the page. */
+    enum { N = 200 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) blocks[i] = malloc(3000);
+    char *order[] = {blocks[1], blocks[2], blocks[3], NULL};
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_list_in_heap_thread, order) != 0 || pthread_join(t, NULL) != 0) return 6;
+    free(launder(strcmp(name, "double_free_delayed_owner") == 0 ? blocks[1] : blocks[3]));
+    if (delayed_class_intact(3000) != 0) return 1;
   } else if (strcmp(name, "double_free_remote_twice_full") == 0) {
     /* double_free_remote_twice on a block of a full page (3,000 B: pages
      * of 21 blocks, the first one full after 200): the first free goes
