@@ -201,9 +201,19 @@ TES_INLINE void tes_free_owned_to(tes_page_t *const *pagep, tes_block_t *block, 
     tes_report_double_free(page, block);
     return;
   }
-  if ((page->block_size > TES_DIRECT_MAX || local == NULL) && tes_unlikely(*tes_bin_mark(block) == (uintptr_t)bin)) {
-    tes_free_owned_checked(page, bin, block);
-    return;
+  if ((page->block_size > TES_DIRECT_MAX || local == NULL)) {
+    uintptr_t mark = *tes_bin_mark(block);
+    if (tes_unlikely(mark == (uintptr_t)bin)) {
+      tes_free_owned_checked(page, bin, block);
+      return;
+    }
+    /* On the heap's delayed list (another thread freed it into a full
+     * page): pushed here too, it was linked twice, a cycle handed out
+     * for ever (security.default_continue_after_double_free_delayed_owner_nobins). */
+    if (tes_unlikely(mark == tes_delayed_mark(page))) {
+      tes_report_double_free(page, block);
+      return;
+    }
   }
   tes_page_push_local(page, block);
 #else

@@ -104,6 +104,15 @@ static int free_remote(void *p, uintptr_t times) {
   return pthread_create(&t, NULL, free_in_heap_thread, a) != 0 || pthread_join(t, NULL) != 0 ? 6 : 0;
 }
 
+/* Free the blocks of a NULL-terminated array in order, from a thread that
+ * has a heap already (as free_in_heap_thread). */
+static void *free_list_in_heap_thread(void *arg) {
+  char **blocks = arg;
+  free(launder(malloc(16)));
+  for (; *blocks != NULL; blocks++) free(launder(*blocks));
+  return NULL;
+}
+
 /* Free p, then write over its first word (a write after free from the
  * freeing thread). */
 static void *free_then_write(void *p) {
@@ -701,6 +710,53 @@ static int scenario(const char *name) {
       printf("handed out %d times after its double free\n", seen);
       return 1;
     }
+  } else if (strcmp(name, "double_free_remote_between") == 0 ||
+             strcmp(name, "double_free_remote_between_medium") == 0) {
+    /* A freed, B freed, A freed again, all by another thread (not in a
+     * row: the second free of A finds B at the head of the page's remote
+     * stack). A's second push linked it to B above it: the stack became
+     * the cycle A -> B -> A, and the owner, once its page ran dry and it
+     * took the stack, handed both out again and again, silently (default
+     * build; the hardened build's tag exchange refuses the second free).
+     * q keeps the page in use. Then more mallocs than the page holds (48
+     * B: 1,365 blocks a page; 12,000 B: 42): each comes back once at most. */
+    size_t size = strcmp(name, "double_free_remote_between") == 0 ? 48 : 12000;
+    char *a = malloc(size), *b = malloc(size), *q = malloc(size);
+    char *order[] = {a, b, a, NULL};
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_list_in_heap_thread, order) != 0 || pthread_join(t, NULL) != 0) return 6;
+    enum { N = 4096 };
+    static char *blocks[N];
+    int seen_a = 0, seen_b = 0;
+    for (int i = 0; i < N; i++) {
+      blocks[i] = malloc(size);
+      seen_a += blocks[i] == a;
+      seen_b += blocks[i] == b;
+    }
+    for (int i = 0; i < N; i++) free(blocks[i]);
+    free(launder(q));
+    if (seen_a > 1 || seen_b > 1) {
+      printf("handed out %d and %d times after the double free\n", seen_a, seen_b);
+      return 1;
+    }
+  } else if (strcmp(name, "double_free_delayed_owner") == 0 || strcmp(name, "double_free_remote_owner_full") == 0) {
+    /* Blocks of a full page (3,000 B, as _remote_twice_full) freed by
+     * another thread, then one of them again by its owner. _delayed_owner:
+     * the first, which went onto the owner's delayed list: the default
+     * build's owner walk read its bin's link as a delayed one (SIGSEGV in
+     * tes_heap_process_delayed), or, with TESSERA_BINS=0, linked it twice
+     * (a cycle handed out for ever). _remote_owner_full: the third, the
+     * head of the page's remote stack, which then linked to the bin's end:
+     * the collect took that for the stack's end, and the block was handed
+     * out from the bin and from the page. */
+    enum { N = 200 };
+    static char *blocks[N];
+    for (int i = 0; i < N; i++) blocks[i] = malloc(3000);
+    char *order[] = {blocks[1], blocks[2], blocks[3], NULL};
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_list_in_heap_thread, order) != 0 || pthread_join(t, NULL) != 0) return 6;
+    free(launder(strcmp(name, "double_free_delayed_owner") == 0 ? blocks[1] : blocks[3]));
+    if (delayed_class_intact(3000) != 0) return 1;
   } else if (strcmp(name, "double_free_remote_twice_full") == 0) {
     /* double_free_remote_twice on a block of a full page (3,000 B: pages
      * of 21 blocks, the first one full after 200): the first free goes
