@@ -241,8 +241,8 @@ void *tes_bin_refuse_malloc(tes_heap_t *heap, tes_bin_t *bin, size_t size) {
  * steps than the bin holds, so a list damaged by a use-after-free write
  * cannot keep the walk going; nor past a block that lost its mark (a double
  * free: TES_BIN_POP_OR_RETURN). */
-static void bin_flush(tes_bin_t *bin) {
-  for (uint32_t held = tes_bin_held(bin); held > 0 && bin->head != TES_BIN_END; held--) {
+static void bin_flush_to(tes_bin_t *bin, uint32_t keep) {
+  for (uint32_t held = tes_bin_held(bin); held > keep && bin->head != TES_BIN_END; held--) {
     tes_block_t *b = bin->head;
     if (tes_unlikely(*tes_bin_mark(b) != (uintptr_t)bin)) {
       tes_bin_refuse(bin);
@@ -253,6 +253,10 @@ static void bin_flush(tes_bin_t *bin) {
     bin->tally++;
     tes_free_local_block(tes_page_of(tes_segment_of(b), b), b);
   }
+}
+
+static void bin_flush(tes_bin_t *bin) {
+  bin_flush_to(bin, 0);
   bin->head = TES_BIN_END;
 }
 #endif
@@ -291,6 +295,10 @@ static void bin_park(tes_bin_t *bin, uint32_t limit) {
     if (i == held) return;
   }
   enum { MOST = 64 };
+  /* A grown bin (bin_grow) may hold up to 255: those past MOST go back to
+   * their pages first, or the walk below would leave them off every list
+   * (a leak, their pages never empty). */
+  bin_flush_to(bin, MOST);
   tes_block_t *blocks[MOST];
   tes_page_t *pages[MOST];
   bool flush[MOST];
@@ -354,6 +362,7 @@ static void bins_park(tes_heap_t *heap) {
 #else
   bins_fold(heap, false);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) bin_park(&heap->bins[c], bin_limit(c));
+  heap->bins_grown = 0; /* every limit is back to bin_limit's */
 #endif
 }
 

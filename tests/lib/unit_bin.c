@@ -47,6 +47,23 @@ static void *thread_fills_its_bin(void *arg) {
   return (void *)(uintptr_t)tes_bin_held(bin_of(tes_tls_heap, 200));
 }
 
+/* Grows its 1 KiB bin past 64 (the rounds of the growth check in main),
+ * then frees 100 blocks into it and exits: the park (heap.c, bin_park)
+ * must give back the blocks past what it keeps. */
+static void *thread_grows_its_bin(void *arg) {
+  (void)arg;
+  enum { N = 100 };
+  void *kb[N];
+  for (int i = 0; i < N; i++) kb[i] = tes_malloc(1000);
+  tes_bin_t *kbin = bin_of(tes_tls_heap, 1000); /* the thread's heap exists from its first malloc on */
+  for (int round = 0; round < 20 && (round < 4 || kbin->limit != 128); round++) {
+    for (int i = 0; i < N; i++) tes_free(kb[i]);
+    for (int i = 0; i < N; i++) kb[i] = tes_malloc(1000);
+  }
+  for (int i = 0; i < N; i++) tes_free(kb[i]);
+  return (void *)(uintptr_t)tes_bin_held(kbin);
+}
+
 int main(void) {
   tes_collect(true);
   void *warm = tes_malloc(100);
@@ -340,5 +357,18 @@ int main(void) {
         (long long)s0.class_live_blocks[c200], (long long)s1.class_live_blocks[c200]);
   CHECK(s1.free_calls - s0.free_calls == 10, "thread's frees counted %llu, want 10",
         (unsigned long long)(s1.free_calls - s0.free_calls));
+
+  /* The same with a grown bin holding 100: before the fix, the park kept
+   * 64 and dropped the other 36 off every list (live forever, their pages
+   * never empty). */
+  unsigned c1000 = tes_class_of(1000);
+  tes_stats_get(&s0);
+  REQUIRE(pthread_create(&t, NULL, thread_grows_its_bin, NULL) == 0, "pthread_create");
+  pthread_join(t, &held);
+  tes_stats_get(&s1);
+  CHECK((uintptr_t)held == 100, "the thread's grown bin held %lu blocks before exit, want 100",
+        (unsigned long)(uintptr_t)held);
+  CHECK(s1.class_live_blocks[c1000] == s0.class_live_blocks[c1000], "after the exit of a grown bin's thread live %lld -> %lld",
+        (long long)s0.class_live_blocks[c1000], (long long)s1.class_live_blocks[c1000]);
   return unit_finish("unit_bin");
 }
