@@ -410,11 +410,12 @@ tes_heap_t *tes_heap_alloc_struct(void) {
     heap_pool = heap->all_next;
     pooled = true;
   } else {
-    /* Rounded up to a line: tes_slices_t ends in tag_runs_written (padded to
-     * 8 bytes), so without it every struct after a chunk's first started
-     * 8 bytes further off a line, and shared its first line (its direct
+    /* Rounded up to a line: when tes_slices_t ended in tag_runs_written
+     * (padded to 8 bytes), every struct after a chunk's first started 8
+     * bytes further off a line, and shared its first line (its direct
      * pages) with the previous thread's tag_runs_written, which that thread
-     * writes at every page it hands out. */
+     * writes at every page it hands out. (The field now comes first, on a
+     * line of its own; the table is a whole number of lines.) */
     size_t need = (struct_size + sizeof(tes_slices_t) + 63) & ~(size_t)63;
     if (heap_chunk_left < need) {
       size_t chunk = 16 * need;

@@ -392,7 +392,16 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
  * whole, by the kernel's fault-around, as soon as a page near it is read). */
 #define TES_SLICE_TAG_RUN 512 /* tags a bit of tag_runs_written covers: 4 KiB */
 typedef struct tes_slices_s {
-  uintptr_t tag[TES_SLICE_SLOTS];
+  /* Bit i: a tag in tags [512 i, 512 i + 512) was set since the table was
+   * last cleared. A pooled heap clears only those 4 KiB runs: reading all
+   * 64 KiB of tags cost larson, whose threads come and go, half of its
+   * last-level read misses. First, in the page of tag[0] (which
+   * tes_heap_setup writes) and of the heap struct's tail: at the end of the
+   * table it made every thread that allocated fault in one more page (4 KiB
+   * resident a thread, one fault of a small program's start; PERFORMANCE.md,
+   * twenty-first session). Its own line: the tags stay line-aligned. */
+  uint16_t tag_runs_written;
+  _Alignas(64) uintptr_t tag[TES_SLICE_SLOTS];
   /* Read only after its tag matched: never zeroed as a whole. The page,
    * and in the default build page->bin, copied (tes_slice_set,
    * tes_segment_page_bin): the free fast path loads the bin beside the page
@@ -408,11 +417,6 @@ typedef struct tes_slices_s {
     struct tes_bin_s *bin;
 #endif
   } entry[TES_SLICE_SLOTS];
-  /* Bit i: a tag in tags [512 i, 512 i + 512) was set since the table was
-   * last cleared. A pooled heap clears only those 4 KiB runs: reading all
-   * 64 KiB of tags cost larson, whose threads come and go, half of its
-   * last-level read misses. */
-  uint16_t tag_runs_written;
 } tes_slices_t;
 _Static_assert(TES_SLICE_SLOTS / TES_SLICE_TAG_RUN <= 16, "tag_runs_written has a bit for every 4 KiB of tags");
 extern tes_slices_t tes_slices_none; /* init.c: every lookup misses once the process is set up */

@@ -90,8 +90,13 @@ static bool fault_fires(tes_fault_site_t site, size_t bytes) {
 #endif
 
 /* ---- memory ------------------------------------------------------------- */
+/* The page size from the auxiliary vector (getauxval, which start-up already
+ * needs for AT_SECURE): sysconf's jump table made the start-up of every
+ * program touch a 64 KiB window of libc's read-only data that nothing else
+ * reads (PERFORMANCE.md, twenty-first session). */
 void tes_os_init(void) {
-  long ps = sysconf(_SC_PAGESIZE);
+  long ps = (long)getauxval(AT_PAGESZ);
+  if (ps <= 0) ps = sysconf(_SC_PAGESIZE);
   if (ps > 0 && (ps & (ps - 1)) == 0) os_page_size = (size_t)ps;
 }
 
@@ -495,11 +500,21 @@ void tes_os_write_stderr(const char *text, size_t length) {
  * caller: no TESSERA_* variable is read, as glibc ignores its malloc
  * tunables there. Otherwise a caller could turn the hardened build's abort
  * on a detected heap error off, or have heap statistics printed. */
-const char *tes_os_getenv(const char *name) {
+char *const *tes_os_environ(void) {
   if (environ == NULL || getauxval(AT_SECURE) != 0) return NULL;
-  size_t len = strlen(name);
-  for (char **e = environ; *e != NULL; e++) {
-    if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') return *e + len + 1;
+  return environ;
+}
+
+const char *tes_os_env_value(const char *entry, const char *name) {
+  while (*name != '\0' && *entry == *name) entry++, name++;
+  return *name == '\0' && *entry == '=' ? entry + 1 : NULL;
+}
+
+const char *tes_os_getenv(const char *name) {
+  char *const *env = tes_os_environ();
+  for (; env != NULL && *env != NULL; env++) {
+    const char *value = tes_os_env_value(*env, name);
+    if (value != NULL) return value;
   }
   return NULL;
 }

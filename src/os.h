@@ -96,8 +96,14 @@ int tes_os_cancel_off(void);
 void tes_os_cancel_restore(int state);
 /* Write a message to stderr without allocating. */
 void tes_os_write_stderr(const char *text, size_t length);
-/* getenv that never allocates (reads environ). */
+/* getenv that never allocates (reads environ); NULL in secure execution. */
 const char *tes_os_getenv(const char *name);
+/* The environment to read TESSERA_* variables from: environ, or NULL in
+ * secure execution (AT_SECURE). */
+char *const *tes_os_environ(void);
+/* The value in an environment entry "NAME=value" when NAME is name, else
+ * NULL (no strlen/strncmp: no lazy binding of either at start-up). */
+const char *tes_os_env_value(const char *entry, const char *name);
 /* Random bits from the kernel (getrandom), or a clock/address mix. */
 uint64_t tes_os_random_seed(void);
 /* Raise SIGABRT. */
