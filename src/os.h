@@ -107,6 +107,8 @@ _Noreturn void tes_os_abort(void);
 typedef struct tes_os_counters_s {
   uint64_t mmap_calls, munmap_calls, madvise_calls, mremap_calls;
   uint64_t mmap_bytes, munmap_bytes, purged_bytes;
+  uint64_t aligned_hint_hits; /* tes_os_map_aligned calls mapped at the hint, no trim */
+  uint64_t aligned_trims;     /* munmaps trimming an over-sized aligned mapping */
   int64_t reserved, reserved_peak;   /* bytes mapped now / at most */
   int64_t committed, committed_peak; /* mapped minus purged, now / at most */
 } tes_os_counters_t;
