@@ -434,19 +434,20 @@ static int64_t waiting_due(void) {
  * tes_segment_find reads the block's run start from the host's table.
  * Granule 0 holds the host's headers. Hosts are 4 MiB segments taken from
  * the segment cache (exactly a unit: what emptied small and medium segments
- * leave there) or mapped; an empty host goes back to the cache. Freed runs
+ * leave there) or mapped; an empty host stays as a spare (PACK_SPARES) or
+ * goes back to the cache. Freed runs
  * stay dirty for one purge delay, then are purged (tes_large_purge_tails).
  * Such blocks do not grow with mremap: realloc moves one that outgrows its
  * run (to a segment of its own once it is larger than PACK_MAX).
  * `footprint` (64 KiB-1 MiB blocks after its medium phase): one segment a
  * block mapped 44 MB of new segments in that phase while 48 MB that the
  * medium blocks left sat in the cache; packed, the phase makes 4,200 page
- * faults instead of 13,800. Off by default (TESSERA_LARGE_PACK=0): `mixed`,
- * which writes only each block's first and last bytes, peaks at 65-68 MB
- * RSS packed against 62 MB (the runs' first and last pages fall all over
- * each host), and bounding the hosts' waiting dirty granules as the tails
- * are bounded made it 19 MB but 250,000 page faults and 4x the time
- * (docs/PERFORMANCE.md, twentieth session). */
+ * faults instead of 13,800. Off by default (TESSERA_LARGE_PACK=0):
+ * `footprint` peaks 2% higher packed (124.6 against 121.9 MB, 7 runs; its
+ * large phase starts while the small and medium memory it freed before is
+ * still resident); `mixed`, 68 MB packed against 62 MB until the spares
+ * below, is now 57-58 MB (docs/PERFORMANCE.md, twentieth and
+ * twenty-first sessions). */
 #define PACK_GRANULE_SHIFT TES_PACK_GRANULE_SHIFT
 #define PACK_GRANULE ((size_t)1 << PACK_GRANULE_SHIFT)
 #define PACK_MAX ((size_t)1 << 20)
