@@ -30,7 +30,10 @@ size_t tes_os_page_size(void);
 size_t tes_os_resident_pages(void *addr, size_t size);
 
 /* Map `size` fresh zeroed bytes (read/write) whose start is a multiple of
- * `alignment` (a power of two >= page size). NULL on failure (errno=ENOMEM). */
+ * `alignment` (a power of two >= page size). NULL on failure (errno=ENOMEM).
+ * Above page alignment, tried first at the aligned range just below the
+ * last such mapping (one mmap, never replacing a mapping), else over-mapped
+ * and trimmed. */
 void *tes_os_map_aligned(size_t size, size_t alignment);
 /* Give a range obtained from tes_os_map_aligned (or a part of it) back. */
 void tes_os_unmap(void *addr, size_t size);

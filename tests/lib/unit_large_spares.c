@@ -18,14 +18,10 @@
 #define BLOCK 900000 /* 15 granules with its header: four a host */
 enum { HOSTS = 12, PER_HOST = 4 };
 
+/* Resident pages among the whole pages of [p, p + n) (os.c's mincore count). */
 static size_t resident_pages(const void *p, size_t n) {
-  size_t page = tes_os_page_size();
-  uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + n) & ~(page - 1);
-  static unsigned char vec[4096];
-  size_t count = (hi - lo) / page, resident = 0;
-  if (count > sizeof vec || mincore((void *)lo, hi - lo, vec) != 0) return SIZE_MAX;
-  for (size_t i = 0; i < count; i++) resident += vec[i] & 1;
-  return resident;
+  uintptr_t page = tes_os_page_size(), lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+  return tes_os_resident_pages((void *)lo, (((uintptr_t)p + n) & ~(page - 1)) - lo);
 }
 
 int main(void) {
