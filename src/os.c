@@ -148,13 +148,13 @@ static void *map_aligned_exactly(size_t size, size_t alignment) {
   return NULL;
 }
 
-/* Where the next aligned mapping is tried first (0: nowhere yet): the aligned
- * range just below the last one. Linux places mappings top-down and the head
+/* Where the last aligned mapping starts (0: none yet): the next one is tried
+ * first at the range of its own size and alignment just below it. Linux places mappings top-down and the head
  * trimmed off below an over-mapped segment is free, so that range is usually
  * free: one mmap instead of an mmap and two trimming munmaps (footprint's
  * large phase made 125 trims). A range taken since (another mapping, another
  * thread's segment) only costs the refused call, then the over-map. */
-static _Atomic uintptr_t os_next_aligned;
+static _Atomic uintptr_t os_last_aligned;
 static _Atomic uint64_t os_aligned_hint_hits, os_aligned_trims;
 
 void *tes_os_map_aligned(size_t size, size_t alignment) {
@@ -165,7 +165,10 @@ void *tes_os_map_aligned(size_t size, size_t alignment) {
   }
   atomic_fetch_add_explicit(&os_mmap_calls, 1, RELAXED);
   int saved = errno; /* a try that failed must not show through a malloc that succeeded */
-  uintptr_t start = 0, hint = alignment > os_page_size ? atomic_load_explicit(&os_next_aligned, RELAXED) : 0;
+  uintptr_t start = 0, last = alignment > os_page_size ? atomic_load_explicit(&os_last_aligned, RELAXED) : 0;
+  /* The hint in this call's alignment (a memalign of 8 MiB after 4 MiB
+   * segments must not take a range only 4 MiB aligned). */
+  uintptr_t hint = last > size + alignment ? (last - size) & ~(uintptr_t)(alignment - 1) : 0;
   if (hint != 0 && (start = (uintptr_t)map_fixed_noreplace(hint, size)) != 0)
     atomic_fetch_add_explicit(&os_aligned_hint_hits, 1, RELAXED);
   /* Else over-map by the alignment and trim both ends: three calls. */
@@ -182,9 +185,7 @@ void *tes_os_map_aligned(size_t size, size_t alignment) {
     errno = ENOMEM;
     return NULL;
   }
-  if (alignment > os_page_size)
-    atomic_store_explicit(&os_next_aligned, start > size + alignment ? (start - size) & ~(uintptr_t)(alignment - 1) : 0,
-                          RELAXED);
+  if (alignment > os_page_size) atomic_store_explicit(&os_last_aligned, start, RELAXED);
   atomic_fetch_add_explicit(&os_mmap_bytes, size, RELAXED);
   gauge_add(&os_reserved, &os_reserved_peak, (int64_t)size);
   gauge_add(&os_committed, &os_committed_peak, (int64_t)size);

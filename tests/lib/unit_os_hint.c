@@ -4,7 +4,8 @@
  * aligned with one mmap and no trimming munmap. When that range is taken (a
  * blocker mapping of our own), the hint is refused and the mapping is still
  * aligned and correct (over-mapped and trimmed), the blocker untouched, and
- * the hint follows the new mapping. Sizes above the alignment (huge blocks'
+ * the hint follows the new mapping; a larger alignment than the last
+ * mapping's is kept (the hint is aligned for each call). Sizes above the alignment (huge blocks'
  * segments) take the hint too; page-aligned mappings (heap.c's chunks) never
  * hint or trim. */
 #define _GNU_SOURCE
@@ -91,6 +92,17 @@ int main(void) {
     CHECK(c1.aligned_trims == c0.aligned_trims, "9 MiB at the hint trimmed");
     memset(f, 0xff, 9 * MiB);
     tes_os_unmap(f, 9 * MiB);
+  }
+
+  /* 3b. A larger alignment than the last mapping's: the hint is taken in
+   * this call's alignment (an 8 MiB memalign after 4 MiB segments). */
+  for (int i = 0; i < 4; i++) {
+    uint8_t *h = tes_os_map_aligned(1 * MiB, 2 * ALIGN);
+    CHECK(h != NULL && ((uintptr_t)h & (2 * ALIGN - 1)) == 0, "1 MiB aligned to 8 MiB: %p", (void *)h);
+    uint8_t *q = tes_os_map_aligned(1 * MiB, ALIGN);
+    CHECK(aligned(q), "%p", (void *)q);
+    if (h != NULL) tes_os_unmap(h, 1 * MiB);
+    if (q != NULL) tes_os_unmap(q, 1 * MiB);
   }
 
   /* 4. Page-aligned mappings never hint or trim. */
