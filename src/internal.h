@@ -916,6 +916,9 @@ void tes_large_free(tes_segment_t *seg);
  * tes_large_tail_due: the earliest pending one (INT64_MAX: none). */
 void tes_large_purge_tails(bool force);
 int64_t tes_large_tail_due(void);
+/* The oldest empty host of packed large blocks goes to the segment cache
+ * (tes_segment_obtain, before it maps a unit); false: none. */
+bool tes_large_spare_to_cache(void);
 void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size);   /* NULL: caller copies */
 #if TES_SECURE
 void *tes_large_alloc_growable(tes_heap_t *heap, size_t size);       /* room to grow, for realloc */

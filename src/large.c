@@ -434,19 +434,20 @@ static int64_t waiting_due(void) {
  * tes_segment_find reads the block's run start from the host's table.
  * Granule 0 holds the host's headers. Hosts are 4 MiB segments taken from
  * the segment cache (exactly a unit: what emptied small and medium segments
- * leave there) or mapped; an empty host goes back to the cache. Freed runs
+ * leave there) or mapped; an empty host stays as a spare (PACK_SPARES) or
+ * goes back to the cache. Freed runs
  * stay dirty for one purge delay, then are purged (tes_large_purge_tails).
  * Such blocks do not grow with mremap: realloc moves one that outgrows its
  * run (to a segment of its own once it is larger than PACK_MAX).
  * `footprint` (64 KiB-1 MiB blocks after its medium phase): one segment a
  * block mapped 44 MB of new segments in that phase while 48 MB that the
  * medium blocks left sat in the cache; packed, the phase makes 4,200 page
- * faults instead of 13,800. Off by default (TESSERA_LARGE_PACK=0): `mixed`,
- * which writes only each block's first and last bytes, peaks at 65-68 MB
- * RSS packed against 62 MB (the runs' first and last pages fall all over
- * each host), and bounding the hosts' waiting dirty granules as the tails
- * are bounded made it 19 MB but 250,000 page faults and 4x the time
- * (docs/PERFORMANCE.md, twentieth session). */
+ * faults instead of 13,800. Off by default (TESSERA_LARGE_PACK=0):
+ * `footprint` peaks 2% higher packed (124.6 against 121.9 MB, 7 runs; its
+ * large phase starts while the small and medium memory it freed before is
+ * still resident); `mixed`, 68 MB packed against 62 MB until the spares
+ * below, is now 57-58 MB (docs/PERFORMANCE.md, twentieth and
+ * twenty-first sessions). */
 #define PACK_GRANULE_SHIFT TES_PACK_GRANULE_SHIFT
 #define PACK_GRANULE ((size_t)1 << PACK_GRANULE_SHIFT)
 #define PACK_MAX ((size_t)1 << 20)
@@ -464,16 +465,23 @@ typedef struct pack_host_s {
   uint64_t purged_mask; /* free granules purged, counted in the host's purged_bytes */
   uint64_t aging_mask;  /* free dirty granules that stayed free since `due` was set */
   int64_t due;          /* when the aging granules are purged (0: none) */
+  int64_t empty_since;  /* when its last block went (if free_mask is PACK_ALL) */
 } pack_host_t;
 static_assert(TES_LARGE_OFFSET + sizeof(pack_host_t) <= 4096, "the host's table is in its first OS page");
 static_assert(offsetof(pack_host_t, starts) == 0, "tes_packed_segment_of reads it at TES_LARGE_OFFSET");
 static pack_host_t *hosts, *hosts_last;
-/* One empty host stays (on `hosts`) rather than going to the cache: a
- * program that allocates and frees one such block at a time would
- * otherwise take a host from the cache and set it up at every malloc.
- * Its dirty granules are purged like any host's, and a forced purge
- * sends it to the cache (tes_large_purge_tails). */
-static pack_host_t *spare;
+/* Up to PACK_SPARES empty hosts stay (on `hosts`) rather than going to the
+ * cache; beyond, the oldest goes. Their dirty granules are purged like any
+ * host's (once free for a delay, precisely), and a forced purge sends them
+ * all to the cache (tes_large_purge_tails). With one spare, `mixed` sent a
+ * host to the cache and took one back about 1,060 times a run: each went
+ * with all its granules counted dirty and resident until the cache's
+ * delay (4 empty hosts held 14 MB at the peak: 68 MB against 62 MB with a
+ * segment a block), or, purged on the way (at the cost of the dirty memory
+ * footprint reuses), came back to be faulted in again (44 MB but 54,000
+ * faults against 17,500). With 8: 19 trips, 58 MB and 14,400 faults. */
+#define PACK_SPARES 8
+static unsigned spares; /* empty hosts on `hosts` */
 
 static pack_host_t *host_table(tes_segment_t *host) { return (pack_host_t *)((uint8_t *)host + TES_LARGE_OFFSET); }
 static tes_segment_t *host_of(pack_host_t *h) { return (tes_segment_t *)((uint8_t *)h - TES_LARGE_OFFSET); }
@@ -525,7 +533,7 @@ static void host_unlink_locked(pack_host_t *h) {
   if (h->next) h->next->prev = h->prev;
   else hosts_last = h->prev;
   h->next = h->prev = NULL;
-  if (spare == h) spare = NULL;
+  if (h->free_mask == PACK_ALL) spares--;
 }
 
 /* An empty host off the list goes to the cache, its dirty granules noted. */
@@ -604,11 +612,12 @@ static tes_segment_t *pack_take(size_t span) {
     h->prev = hosts_last;
     *(hosts_last != NULL ? &hosts_last->next : &hosts) = h;
     hosts_last = h;
+    spares++; /* empty until the run below is taken */
     host_schedule_locked(h, waiting_due());
   }
   uint64_t run = run_mask(first, count);
   uint64_t back = h->purged_mask & run, dirty = h->dirty_mask & run;
-  if (spare == h) spare = NULL; /* in use again */
+  if (h->free_mask == PACK_ALL) spares--; /* in use again */
   h->free_mask &= ~run;
   h->purged_mask &= ~run;
   h->dirty_mask &= ~run;
@@ -639,7 +648,6 @@ static bool pack_grow(tes_segment_t *seg, size_t need) {
   bool fits = (h->free_mask & more) == more;
   uint64_t back = 0, dirty = 0;
   if (fits) {
-    if (spare == h) spare = NULL;
     back = h->purged_mask & more;
     dirty = h->dirty_mask & more;
     h->free_mask &= ~more;
@@ -682,10 +690,11 @@ static void pack_release(tes_segment_t *seg) {
   h->free_mask |= run_mask(first, count);
   h->dirty_mask |= dirty;
   pack_host_t *out = NULL;
-  if (h->free_mask == PACK_ALL && spare != h) {
-    out = spare; /* the older spare goes, this one stays */
-    spare = h;
-    if (out != NULL) host_unlink_locked(out);
+  if (h->free_mask == PACK_ALL) h->empty_since = tes_os_clock_ms();
+  if (h->free_mask == PACK_ALL && ++spares > PACK_SPARES) {
+    for (out = hosts; out->free_mask != PACK_ALL || out == h; out = out->next) {
+    }
+    host_unlink_locked(out); /* the oldest spare goes, this one stays */
   }
   if (due != 0) host_schedule_locked(h, due);
   tes_unlock(&large_lock);
@@ -731,22 +740,48 @@ void tes_large_purge_tails(bool force) {
       if (h->due < next) next = h->due;
       continue;
     }
-    host_purge_locked(h, force);
+    /* An empty host's granules have all been free since it emptied: all go
+     * once that is a delay ago (footprint's refill after its idle phase: 67
+     * MB at its end while the spares' granules freed after their host's due
+     * was set waited another delay, 37 MB now). */
+    host_purge_locked(h, force || (h->free_mask == PACK_ALL && now - h->empty_since >= tes_purge_delay(now)));
     if (!force && (h->free_mask & h->dirty_mask) != 0) {
       host_schedule_locked(h, waiting_due());
       if (h->due < next) next = h->due;
     }
   }
-  pack_host_t *out = NULL;
-  if (force && spare != NULL && spare->free_mask == PACK_ALL) {
-    out = spare;
-    host_unlink_locked(out);
+  pack_host_t *out = NULL; /* the spares, chained through their `next` */
+  for (pack_host_t *h = hosts, *after; force && h != NULL; h = after) {
+    after = h->next;
+    if (h->free_mask != PACK_ALL) continue;
+    host_unlink_locked(h);
+    h->next = out;
+    out = h;
   }
 #endif
   atomic_store_explicit(&tail_list_due, next, memory_order_relaxed);
   tes_unlock(&large_lock);
 #if !TES_SECURE
-  if (out != NULL) host_free(out);
+  for (pack_host_t *after; out != NULL; out = after) {
+    after = out->next;
+    host_free(out);
+  }
+#endif
+}
+
+bool tes_large_spare_to_cache(void) {
+#if !TES_SECURE
+  if (__atomic_load_n(&spares, __ATOMIC_RELAXED) == 0) return false;
+  tes_lock(&large_lock);
+  pack_host_t *out = hosts;
+  while (out != NULL && out->free_mask != PACK_ALL) out = out->next;
+  if (out != NULL) host_unlink_locked(out);
+  tes_unlock(&large_lock);
+  if (out == NULL) return false;
+  host_free(out);
+  return true;
+#else
+  return false;
 #endif
 }
 

@@ -30,7 +30,10 @@ size_t tes_os_page_size(void);
 size_t tes_os_resident_pages(void *addr, size_t size);
 
 /* Map `size` fresh zeroed bytes (read/write) whose start is a multiple of
- * `alignment` (a power of two >= page size). NULL on failure (errno=ENOMEM). */
+ * `alignment` (a power of two >= page size). NULL on failure (errno=ENOMEM).
+ * Above page alignment, tried first at the aligned range just below the
+ * last such mapping (one mmap, never replacing a mapping), else over-mapped
+ * and trimmed. */
 void *tes_os_map_aligned(size_t size, size_t alignment);
 /* Give a range obtained from tes_os_map_aligned (or a part of it) back. */
 void tes_os_unmap(void *addr, size_t size);
@@ -113,6 +116,8 @@ _Noreturn void tes_os_abort(void);
 typedef struct tes_os_counters_s {
   uint64_t mmap_calls, munmap_calls, madvise_calls, mremap_calls;
   uint64_t mmap_bytes, munmap_bytes, purged_bytes;
+  uint64_t aligned_hint_hits; /* tes_os_map_aligned calls mapped at the hint, no trim */
+  uint64_t aligned_trims;     /* munmaps trimming an over-sized aligned mapping */
   int64_t reserved, reserved_peak;   /* bytes mapped now / at most */
   int64_t committed, committed_peak; /* mapped minus purged, now / at most */
 } tes_os_counters_t;

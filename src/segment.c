@@ -324,6 +324,10 @@ tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
    * cache unused by its blocks under 1 MiB (`footprint`: 120 -> 141 MB). */
   size_t max = size == TES_SEGMENT_SIZE ? size : size < TES_SEGMENT_SIZE ? 4 * size : size + size / 2;
   tes_segment_t *seg = tes_cache_take(size, max, alignment);
+  /* No unit cached: an empty host of packed blocks kept as a spare is one
+   * (footprint's small refill after its large phase: 37 MB at its end, 65
+   * MB while eight spares kept their dirty granules and it mapped anew). */
+  if (seg == NULL && size == TES_SEGMENT_SIZE && tes_large_spare_to_cache()) seg = tes_cache_take(size, max, alignment);
   if (seg != NULL) {
     if (seg->cache_purged) tes_purge_note_retake(seg->cache_expire); /* purged, and wanted again: how soon? */
     return seg;
