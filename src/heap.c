@@ -1641,7 +1641,7 @@ static void delete_into(tes_heap_t *fc, tes_heap_t *heap) {
 void tes_heap_process_deletes(tes_heap_t *heap) {
   while (atomic_load_explicit(&heap->first_class_deleted, memory_order_acquire) > 0) {
     /* A tes_heap_visit walk of this thread is under way (a visitor got
-     * here): the heap may be the one walked; at the walk's end (heap_api.c). */
+     * here): the heap may be the one walked; at the walk's end (heap_visit.c). */
     if (heap->visit_depth > 0) return;
     tes_heap_t *fc = first_class_of(heap, true);
     if (fc == NULL) break; /* its deleter has not marked it yet */

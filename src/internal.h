@@ -503,7 +503,7 @@ struct tes_heap_s {
 #endif
   tes_counters_t counters;
   tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep, no slow path of the class since (heap.c) */
-  unsigned visit_depth;                 /* default heap: its thread's tes_heap_visit walks under way (heap_api.c) */
+  unsigned visit_depth;                 /* default heap: its thread's tes_heap_visit walks under way (heap_visit.c) */
   signed char visit_collect;            /* default heap: a tes_collect asked during them: -1 none, else its force */
 };
 typedef struct tes_heap_s tes_heap_t;
@@ -686,7 +686,7 @@ TES_INLINE uintptr_t tes_link_encode(const tes_page_t *page, uintptr_t next) {
  * lives. A write after free cannot forge one without both keys (before,
  * they were plain pointers, only checked: the address of another carved
  * block of the heap, a live one too, passed, and that block was freed on
- * the owner's behalf). Walkers of the list (stats.c, heap_api.c) decode
+ * the owner's behalf). Walkers of the list (stats.c, heap_visit.c) decode
  * with the same heap's keys. Identity in the default build. */
 TES_INLINE tes_block_t *tes_delayed_decode(const tes_heap_t *heap, const tes_block_t *stored) {
   return (tes_block_t *)tes_keyed_decode(heap->keys, (uintptr_t)stored);

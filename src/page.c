@@ -33,7 +33,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   page->live_base = 0;
   tes_page_set_bin(page, &tes_bin_closed); /* until a heap takes the page; before in_use (tes_heap_visit) */
   /* Release: a walk of another thread's heap that reads it with acquire
-   * sees the geometry above (heap_api.c, page_snapshot). A plain store on
+   * sees the geometry above (heap_visit.c, page_snapshot). A plain store on
    * x86 and a store-release on arm64, on the page's setup only. */
   __atomic_store_n(&page->in_use, 1, __ATOMIC_RELEASE);
   page->pinned = 0;

@@ -10,7 +10,7 @@
  * be following). In the TSan tree (sanitize.lib_visit_foreign{,_secure})
  * the walk's reads of the pages and lists the owner changes were reported
  * as races (visit_page against tes_page_take, tes_page_extend,
- * tes_page_init, bin_flush...): they are a snapshot now (src/heap_api.c,
+ * tes_page_init, bin_flush...): they are a snapshot now (src/heap_visit.c,
  * page_snapshot), and the rest of the walk is clean. */
 #define _GNU_SOURCE
 #include "api_check.h"
