@@ -686,7 +686,7 @@ TES_INLINE uintptr_t tes_link_encode(const tes_page_t *page, uintptr_t next) {
  * lives. A write after free cannot forge one without both keys (before,
  * they were plain pointers, only checked: the address of another carved
  * block of the heap, a live one too, passed, and that block was freed on
- * the owner's behalf). Walkers of the list (stats.c, heap_visit.c) decode
+ * the owner's behalf). Walkers of the list (stats.c) decode
  * with the same heap's keys. Identity in the default build. */
 TES_INLINE tes_block_t *tes_delayed_decode(const tes_heap_t *heap, const tes_block_t *stored) {
   return (tes_block_t *)tes_keyed_decode(heap->keys, (uintptr_t)stored);
