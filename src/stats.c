@@ -127,6 +127,9 @@ static void compute(tes_stats_t *out) {
   memset(out, 0, sizeof *out);
   tes_counters_t total;
   memset(&total, 0, sizeof total);
+  /* No heap is abandoned under the walks below (heap.c, tes_abandon_lock):
+   * an exited thread's heap is counted whole before or whole after. */
+  tes_lock(&tes_abandon_lock);
   tes_lock(&tes_stats_lock);
   add_counters(&total, &retired);
   tes_unlock(&tes_stats_lock);
@@ -189,6 +192,7 @@ static void compute(tes_stats_t *out) {
     }
   }
   tes_segments_unlock(false);
+  tes_unlock(&tes_abandon_lock);
 
   uint64_t allocs = 0, local_frees = 0;
   out->class_count = TES_CLASS_COUNT;
