@@ -1675,18 +1675,9 @@ static void delete_first_class_heaps(tes_heap_t *heap) {
  * abandoned at the park and never adopted, they left heaps_abandoned above
  * heaps_reclaimed for good once malloc_trim had taken everything (10 of 54
  * segments after four generations of two threads; lib.api_stats). */
-/* Taken around the whole abandon, and by tes_stats_get around its walks
- * (stats.c, compute): an abandon on another thread (the purge thread or a
- * slow path abandoning a parked heap, a reap of a late heap) moves the
- * heap's counts between its counters, its pages and the retired total, and
- * its delayed blocks to their pages, while the walk read them one by one:
- * counted twice or not at all (TSan: sanitize.tsan, lib_park_stress, whose
- * exact in_use check races with the purge thread). Outermost but for the
- * report scratch and the late list (fork's order, init.c). */
-tes_lock_t tes_abandon_lock = TES_LOCK_INIT;
-
+/* Under tes_abandon_lock (stats.c): tes_stats_get never walks a heap mid-abandon. */
 static void heap_abandon(tes_heap_t *heap, bool count) {
-  tes_lock(&tes_abandon_lock);
+  tes_abandon_lock_take();
   if (heap->is_default) delete_first_class_heaps(heap);
   unsigned parked_segments = 0;
   if (!count)
@@ -1710,7 +1701,7 @@ static void heap_abandon(tes_heap_t *heap, bool count) {
   tes_large_reassign(heap, NULL, false); /* large blocks stay valid, ownerless */
   tes_stats_fold_heap(heap);
   tes_heap_release_struct(heap);
-  tes_unlock(&tes_abandon_lock);
+  tes_abandon_lock_give();
 }
 
 void tes_heap_abandon(tes_heap_t *heap) { heap_abandon(heap, true); }

@@ -260,7 +260,7 @@ static void fork_prepare(void) {
   reap(true);
   tes_lock(&tes_report_scratch_lock);
   tes_lock(&late_lock);
-  tes_lock(&tes_abandon_lock);
+  tes_abandon_lock_take();
   tes_heaps_lock();
   tes_heaps_purge_locks_acquire();
   tes_segments_lock();
@@ -277,7 +277,7 @@ static void fork_parent(void) {
   tes_segments_unlock(false);
   tes_heaps_purge_locks_release(false);
   tes_heaps_unlock();
-  tes_unlock(&tes_abandon_lock);
+  tes_abandon_lock_give();
   tes_unlock(&late_lock);
   tes_unlock(&tes_report_scratch_lock);
 }
