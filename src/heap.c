@@ -1675,7 +1675,9 @@ static void delete_first_class_heaps(tes_heap_t *heap) {
  * abandoned at the park and never adopted, they left heaps_abandoned above
  * heaps_reclaimed for good once malloc_trim had taken everything (10 of 54
  * segments after four generations of two threads; lib.api_stats). */
+/* Under tes_abandon_lock (stats.c): tes_stats_get never walks a heap mid-abandon. */
 static void heap_abandon(tes_heap_t *heap, bool count) {
+  tes_abandon_lock_take();
   if (heap->is_default) delete_first_class_heaps(heap);
   unsigned parked_segments = 0;
   if (!count)
@@ -1699,6 +1701,7 @@ static void heap_abandon(tes_heap_t *heap, bool count) {
   tes_large_reassign(heap, NULL, false); /* large blocks stay valid, ownerless */
   tes_stats_fold_heap(heap);
   tes_heap_release_struct(heap);
+  tes_abandon_lock_give();
 }
 
 void tes_heap_abandon(tes_heap_t *heap) { heap_abandon(heap, true); }

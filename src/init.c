@@ -260,6 +260,7 @@ static void fork_prepare(void) {
   reap(true);
   tes_lock(&tes_report_scratch_lock);
   tes_lock(&late_lock);
+  tes_abandon_lock_take();
   tes_heaps_lock();
   tes_heaps_purge_locks_acquire();
   tes_segments_lock();
@@ -276,6 +277,7 @@ static void fork_parent(void) {
   tes_segments_unlock(false);
   tes_heaps_purge_locks_release(false);
   tes_heaps_unlock();
+  tes_abandon_lock_give();
   tes_unlock(&late_lock);
   tes_unlock(&tes_report_scratch_lock);
 }
@@ -298,6 +300,7 @@ static void fork_child(void) {
   late_heaps_after_fork();
   tes_heaps_after_fork_child();
   tes_lock_reset(&late_lock);
+  tes_lock_reset(&tes_abandon_lock);
   tes_lock_reset(&tes_report_scratch_lock);
   tes_lock_reset(&tes_stats_lock);
   tes_large_unlock(true);

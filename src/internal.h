@@ -760,6 +760,9 @@ void tes_heap_abandon(tes_heap_t *heap);     /* thread exit */
 bool tes_heap_park(tes_heap_t *heap);        /* thread exit: kept whole for the next new thread */
 tes_heap_t *tes_heap_unpark(uintptr_t thread_id); /* thread start: a parked heap, or NULL */
 void tes_heap_abandon_parked(int64_t before, unsigned max); /* up to max parked before `before` abandoned */
+extern tes_lock_t tes_abandon_lock;           /* held by every abandon and by tes_stats_get's walks */
+void tes_abandon_lock_take(void);             /* stats.c */
+void tes_abandon_lock_give(void);
 void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to); /* tes_heap_delete */
 void tes_heap_process_deletes(tes_heap_t *heap); /* the owner moves in the heaps other threads deleted */
 void tes_heap_free_all(tes_heap_t *heap);    /* tes_heap_destroy */

@@ -28,6 +28,18 @@ static _Atomic uint64_t threads_started, threads_exited, heaps_abandoned, heaps_
 static _Atomic int64_t in_use_peak;
 static tes_stats_t reset_base; /* call counters at the last tes_stats_reset */
 
+/* Taken around the whole abandon, and by tes_stats_get around its walks
+ * (compute, below): an abandon on another thread (the purge thread or a
+ * slow path abandoning a parked heap, a reap of a late heap) moves the
+ * heap's counts between its counters, its pages and the retired total, and
+ * its delayed blocks to their pages, while the walk read them one by one:
+ * counted twice or not at all (TSan in sanitize.tsan; lib.api_purge_thread
+ * churn). Outermost but for the report scratch and the late list (fork's
+ * order, init.c). Out of line, here (built -Os): lib.fixed_cost_sizes. */
+tes_lock_t tes_abandon_lock = TES_LOCK_INIT;
+void tes_abandon_lock_take(void) { tes_lock(&tes_abandon_lock); }
+void tes_abandon_lock_give(void) { tes_unlock(&tes_abandon_lock); }
+
 static_assert(sizeof(tes_counters_t) % sizeof(uint64_t) == 0, "counters are a uint64_t array");
 
 /* Room for the allocator's own readers of the statistics (mallinfo2,
@@ -127,6 +139,9 @@ static void compute(tes_stats_t *out) {
   memset(out, 0, sizeof *out);
   tes_counters_t total;
   memset(&total, 0, sizeof total);
+  /* No heap is abandoned under the walks below (tes_abandon_lock, above):
+   * an exited thread's heap is counted whole before or whole after. */
+  tes_abandon_lock_take();
   tes_lock(&tes_stats_lock);
   add_counters(&total, &retired);
   tes_unlock(&tes_stats_lock);
@@ -189,6 +204,7 @@ static void compute(tes_stats_t *out) {
     }
   }
   tes_segments_unlock(false);
+  tes_abandon_lock_give();
 
   uint64_t allocs = 0, local_frees = 0;
   out->class_count = TES_CLASS_COUNT;

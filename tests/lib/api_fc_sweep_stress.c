@@ -31,8 +31,21 @@ typedef struct {
   tes_heap_t *heap; /* the first-class heap it came from, or NULL */
 } item_t;
 
-static item_t ring[RING];
-static _Atomic unsigned ring_head, ring_tail;
+/* The owner hands blocks to the freers through a bounded queue whose slots
+ * carry a sequence number (slot i of lap L: L * RING + i while empty,
+ * L * RING + i + 1 once filled): a freer reads a slot's item only after the
+ * owner's release store of its sequence, and the owner writes the slot
+ * again only after that freer's release store that gives it back. Before,
+ * a freer claimed slot t by advancing ring_tail and only then copied it,
+ * so the owner, seeing room, could refill the slot under the copy (TSan:
+ * data race on `ring`, sanitize.tsan). ring_freed counts the blocks freed,
+ * not just claimed: the drain before a destroy waits for it. */
+typedef struct {
+  item_t item;
+  _Atomic unsigned seq;
+} slot_t;
+static slot_t ring[RING];
+static _Atomic unsigned ring_head, ring_tail, ring_freed;
 static _Atomic int done;
 static _Atomic(tes_heap_t *) to_delete[ROUNDS];
 static _Atomic int delete_count;
@@ -48,16 +61,21 @@ static bool fill_ok(const item_t *it) {
 static void *freer(void *arg) {
   (void)arg;
   for (;;) {
+    int finished = atomic_load(&done); /* before the look: every hand-off came before it */
     unsigned t = atomic_load(&ring_tail);
-    if (t == atomic_load(&ring_head)) {
-      if (atomic_load(&done)) break;
+    slot_t *slot = &ring[t % RING];
+    unsigned seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+    if (seq != t + 1) { /* empty (seq == t), or t is stale */
+      if (seq == t && finished) break;
       sched_yield();
       continue;
     }
     if (!atomic_compare_exchange_weak(&ring_tail, &t, t + 1)) continue;
-    item_t it = ring[t % RING];
+    item_t it = slot->item;
+    atomic_store_explicit(&slot->seq, t + RING, memory_order_release); /* the owner's again */
     if (!fill_ok(&it)) atomic_fetch_add(&bad, 1);
     tes_free(it.p);
+    atomic_fetch_add(&ring_freed, 1);
   }
   return NULL;
 }
@@ -80,9 +98,11 @@ static void *deleter(void *arg) {
 }
 
 static void hand_off(void *p, size_t size, unsigned char fill) {
-  while (atomic_load(&ring_head) - atomic_load(&ring_tail) >= RING) sched_yield();
-  unsigned h = atomic_load(&ring_head);
-  ring[h % RING] = (item_t){p, size, fill, NULL};
+  unsigned h = atomic_load(&ring_head); /* only this thread stores it */
+  slot_t *slot = &ring[h % RING];
+  while (atomic_load_explicit(&slot->seq, memory_order_acquire) != h) sched_yield(); /* its freer done with it */
+  slot->item = (item_t){p, size, fill, NULL};
+  atomic_store_explicit(&slot->seq, h + 1, memory_order_release);
   atomic_store(&ring_head, h + 1);
 }
 
@@ -92,6 +112,7 @@ static item_t kept[KEEP];
 int main(void) {
   API_GROUP("first-class heaps, idle class heads, remote frees and collects together");
   pthread_t freers[2], del;
+  for (unsigned i = 0; i < RING; i++) atomic_init(&ring[i].seq, i);
   for (int i = 0; i < 2; i++) REQUIRE(pthread_create(&freers[i], NULL, freer, NULL) == 0, "pthread_create");
   REQUIRE(pthread_create(&del, NULL, deleter, NULL) == 0, "pthread_create");
   tes_heap_t *heaps[HEAPS + 1] = {NULL};
@@ -136,10 +157,11 @@ int main(void) {
           if (kept[k].heap == heaps[victim]) kept[k].p = NULL; /* dies with the heap */
         }
       }
-      /* A heap to destroy may still have blocks in the ring: let it drain
-       * (a deleted heap's blocks stay valid: freed remotely meanwhile). */
+      /* A heap to destroy may still have blocks in the ring: let it drain,
+       * every block freed, not only claimed by a freer (a deleted heap's
+       * blocks stay valid: freed remotely meanwhile). */
       if (n & 1)
-        while (atomic_load(&ring_tail) != atomic_load(&ring_head)) sched_yield();
+        while (atomic_load(&ring_freed) != atomic_load(&ring_head)) sched_yield();
       atomic_store(&to_delete[n], heaps[victim]);
       atomic_store(&delete_count, n + 1);
       heaps[victim] = tes_heap_new();
