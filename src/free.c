@@ -183,10 +183,22 @@ static TES_NOINLINE void free_checked(void *p) {
     if (mine != NULL) heap = mine;
   }
   if (atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == heap->thread_id) {
-    /* Ours, but its slice lost its slot in the table to a collision: put it
-     * back, so the next frees into this page take the fast path again. */
+    /* Ours, but its slice lost its slot in the table to a collision (or
+     * was never in it: a parked heap's pages after its adoption): put it
+     * back, so the next frees into this page take the fast path again.
+     * The default build searches the bin first (out of line: inlined,
+     * the bin's free cost libtessera.so 85 bytes of text, past
+     * lib.fixed_cost_sizes): a block the park kept in the bin (bin_park),
+     * freed again by the thread that took the heap over, went onto the
+     * page's list too, unreported, and that thread's exit then walked a
+     * bin whose links were the page's (SIGSEGV in bin_park: review21,
+     * lib.api_adopted_double_free). */
     tes_slice_set(heap, tes_slice_of(p), page);
+#if !TES_SECURE
+    tes_free_owned_checked(page, page->bin, (tes_block_t *)p);
+#else
     tes_free_local_block(page, (tes_block_t *)p);
+#endif
   } else {
     count_free(false);
     tes_free_remote(page, (tes_block_t *)p);

@@ -72,6 +72,45 @@ int main(void) {
   unsetenv("TESSERA_SHOW_STATS");
   init_captured();
 
+  /* The one pass over environ (options.c) answers as getenv would: the
+   * first entry of a name counts, an entry without '=' or with a longer
+   * name (TESSERA_BINSX) is no entry of the option, nor is one of another
+   * case; no environment at all leaves the defaults. */
+  {
+    extern char **environ;
+    char **saved = environ;
+    char *entries[] = {"TESSERA_SEGMENT_CACHE",       "TESSERA_BINSX=0",          "TESSERA_BIN=0",
+                       "tessera_purge_delay_ms=7",    "TESSERA_SEGMENT_CACHE=5",  "TESSERA_PURGE_DELAY_MSX=9",
+                       "TESSERA_SEGMENT_CACHE=6",     "TESSERA_=1",               "TESSERA",
+                       "TESSERA_PURGE_DELAY_MS=40",   "TESSERA_PURGE_DELAY_MS=41", "=TESSERA_BINS=0",
+                       "TESSERA_PURGE_DECOMMIT=0",    NULL};
+    environ = entries;
+    const char *want_cache = getenv("TESSERA_SEGMENT_CACHE"), *want_delay = getenv("TESSERA_PURGE_DELAY_MS");
+    out = init_captured();
+    environ = saved;
+    CHECK(out[0] == '\0', "warnings for the edge-case environment: \"%s\"", out);
+    CHECK(want_cache != NULL && strcmp(want_cache, "5") == 0 && want_delay != NULL && strcmp(want_delay, "40") == 0,
+          "getenv's own answers changed (test setup)");
+    CHECK(tes_option_get(TES_OPTION_SEGMENT_CACHE) == 5, "segment_cache %ld, getenv says 5",
+          tes_option_get(TES_OPTION_SEGMENT_CACHE));
+    CHECK(tes_option_get(TES_OPTION_PURGE_DELAY_MS) == 40, "purge_delay_ms %ld, getenv says 40",
+          tes_option_get(TES_OPTION_PURGE_DELAY_MS));
+    CHECK(tes_option_get(TES_OPTION_BINS) == 1, "bins %ld from TESSERA_BINSX/TESSERA_BIN", tes_option_get(TES_OPTION_BINS));
+    CHECK(tes_option_get(TES_OPTION_PURGE_DECOMMIT) == 0, "purge_decommit %ld after the odd entries",
+          tes_option_get(TES_OPTION_PURGE_DECOMMIT));
+    char *none[] = {NULL};
+    environ = none;
+    out = init_captured();
+    CHECK(out[0] == '\0', "warnings with an empty environment: \"%s\"", out);
+    environ = NULL;
+    out = init_captured();
+    environ = saved;
+    CHECK(out[0] == '\0', "warnings with no environment: \"%s\"", out);
+    CHECK(tes_option_get(TES_OPTION_PURGE_DELAY_MS) == default_delay && tes_option_get(TES_OPTION_PURGE_DECOMMIT) == 1,
+          "no environment: not the defaults");
+    init_captured();
+  }
+
   /* The run-time setter. */
   CHECK(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 0) == 0 && tes_option_get(TES_OPTION_PURGE_DELAY_MS) == 0,
         "purge delay 0 refused");

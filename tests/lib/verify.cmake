@@ -44,6 +44,14 @@ if(TEST lib.api_merge19_stress)
   add_test(NAME lib.api_merge19_stress.no_bins COMMAND lib_api_merge19_stress)
   set_tests_properties(lib.api_merge19_stress.no_bins PROPERTIES TIMEOUT 300 ENVIRONMENT "TESSERA_BINS=0")
 endif()
+# lib.api_bins_park_stress with the bins off from the start, and going on
+# after a reported error (review21, twenty-first session).
+if(TEST lib.api_bins_park_stress)
+  add_test(NAME lib.api_bins_park_stress.no_bins COMMAND lib_api_bins_park_stress)
+  add_test(NAME lib.api_bins_park_stress.continue COMMAND lib_api_bins_park_stress)
+  set_tests_properties(lib.api_bins_park_stress.no_bins PROPERTIES TIMEOUT 300 ENVIRONMENT "TESSERA_BINS=0")
+  set_tests_properties(lib.api_bins_park_stress.continue PROPERTIES TIMEOUT 300 ENVIRONMENT "TESSERA_ABORT_ON_ERROR=0")
+endif()
 if(TEST lib.api_park_stress)
   add_test(NAME lib.api_park_stress.fork COMMAND lib_api_park_stress fork)
   add_test(NAME lib.api_park_stress.no_park COMMAND lib_api_park_stress fork)
@@ -101,10 +109,12 @@ if(TARGET tessera_secure)
   # by what each carved (twenty-first session; before, each counted whole).
   # api_merge19_stress.secure: the nineteenth session's merges together
   # (large cache take, growth_trim, the hardened medium bins).
+  # api_bins_park_stress.secure: the twenty-first session's merges together
+  # (review21; the hardened build's park flushes its bins, miss_rotate).
   foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
           api_heap_destroy_mt api_large_xfree api_remote_sweep api_kept_destroy_race api_fc_collect
           api_idle_class_rss api_fc_sweep_stress api_visit_collect api_visit_foreign api_visit_delete
-          api_park_stress api_merge19_stress api_park_rss)
+          api_park_stress api_merge19_stress api_park_rss api_bins_park_stress)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
