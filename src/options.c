@@ -63,11 +63,14 @@ bool tes_options_parse_long(const char *s, long *out) {
   return true;
 }
 
+/* An option's name as its variable spells it (heap_park: HEAP_PARK). */
+static char upper(char c) { return c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c; }
+
 /* "name=value" after "TESSERA_" when name is d's name in upper case. */
 static const char *option_value(const char *entry, const tes_option_desc_t *d) {
   const char *c = d->name;
   for (; *c != '\0'; c++, entry++)
-    if (*entry != ((*c >= 'a' && *c <= 'z') ? (char)(*c - 'a' + 'A') : *c)) return NULL;
+    if (*entry != upper(*c)) return NULL;
   return *entry == '=' ? entry + 1 : NULL;
 }
 
@@ -97,7 +100,7 @@ void tes_options_init(void) {
       char var[64] = "TESSERA_";
       size_t n = 8;
       for (const char *c = d->name; *c && n < sizeof var - 1; c++)
-        var[n++] = (*c >= 'a' && *c <= 'z') ? (char)(*c - 'a' + 'A') : *c;
+        var[n++] = upper(*c);
       var[n] = '\0';
       tes_message("warning: ignoring %s=\"%.40s\": expected an integer in [%ld, %ld]; using the default %ld", var,
                   text[i], d->min, d->max, d->default_value);
