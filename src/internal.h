@@ -235,6 +235,7 @@ struct tes_segment_s {
   size_t dirty_end;            /* bytes from the start that may be non-zero */
   size_t clean_below;          /* secure large blocks: [header, clean_below) reads as zero */
   size_t large_guard;          /* secure: offset of a guard page moved by realloc (0: none) */
+  size_t large_requested;      /* secure: a large block's requested size, or TES_FREED_TAG once freed */
   /* A large block's segment taken from the cache with dirty memory the
    * block does not cover (default build: a tail beyond the block; hardened
    * build, whose blocks end at the segment's end: a front before it): the
@@ -1015,10 +1016,14 @@ extern tes_lock_t tes_stats_lock;
  * moves to the next size class only when fewer than 8 bytes of its class
  * are left over, not always (16 bytes of padding pushed every request of a
  * 16-byte-spaced class up one class). Large blocks, whose slack can exceed
- * 32 bits, keep [requested][canary: 8 bytes][slack][requested size: 8
- * bytes] (TES_LARGE_PADDING). */
+ * 32 bits, keep [requested][canary: 8 bytes][slack] (TES_LARGE_PADDING)
+ * with the 64-bit requested size in their segment's header
+ * (large_requested), not at the block's end: an aligned large block's
+ * slack runs up to the alignment (1 MiB), and a size word at its end
+ * faulted in one more OS page of every such block (RELIABILITY.md,
+ * twenty-second session, hcanary22). */
 #define TES_PADDING TES_SECURE_PADDING
-#define TES_LARGE_PADDING 16
+#define TES_LARGE_PADDING 8
 /* The canary is the page's keys[1], whose bytes all have their top bit set
  * (tes_secure_page_init): the usual off-by-one writes (a NUL, an ASCII
  * character) can never leave it intact by chance. Small and medium blocks

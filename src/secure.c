@@ -39,8 +39,9 @@
  * [requested][canary 4 B][slack][requested size, 4 B], medium blocks
  * [requested][canary 4 B][slack] with the 4-byte size in a slot of their
  * segment's header (tes_secure_size_word; TES_PADDING = 8 for both,
- * tes_secure_arm); large blocks [requested][canary 8 B]
- * [slack][requested size 8 B] (TES_LARGE_PADDING = 16). The canary is the
+ * tes_secure_arm); large blocks [requested][canary 8 B][slack]
+ * (TES_LARGE_PADDING = 8) with the 8-byte size in their segment's header
+ * (large_requested). The canary is the
  * page's keys[1] (random, every byte's top bit set). malloc_usable_size
  * returns the requested size in this mode. Called from alloc_inline.h, free.c, alloc.c,
  * heap.c, page.c, segment.c and large.c. */
@@ -102,9 +103,16 @@ void tes_secure_free_local(void *p, tes_page_t *page) {
 
 /* ---- padding ----------------------------------------------------------------
  * Two layouts (internal.h): large pages (class_index 0xff) keep a 64-bit
- * canary and the requested size in their last word; small and medium ones a
- * 32-bit canary and a 32-bit size. */
+ * canary and the requested size in their segment's header; small and medium
+ * ones a 32-bit canary and a 32-bit size. */
 static bool page_is_large(const tes_page_t *page) { return page->class_index == 0xff; }
+
+/* A large block's size word: in its segment's header (a large page is its
+ * segment's pages[0]), which malloc writes anyway; at the block's end it
+ * faulted in an OS page the program may never touch. */
+static size_t *large_size_word(const tes_page_t *page) {
+  return &((tes_segment_t *)((uintptr_t)page - offsetof(tes_segment_t, pages)))->large_requested;
+}
 
 void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
   if (!page_is_large(page)) {
@@ -112,7 +120,7 @@ void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
     return;
   }
   memcpy((uint8_t *)p + requested, &page->keys[1], sizeof(uintptr_t));
-  memcpy((uint8_t *)p + page->block_size - sizeof(size_t), &requested, sizeof requested);
+  *large_size_word(page) = requested;
 }
 
 /* A block just handed out for more than `requested` bytes: arm it for
@@ -129,17 +137,12 @@ static size_word_t judge_word(size_t word, size_t limit, size_t tag, size_t *req
   return word <= limit ? SIZE_RECORDED : word == tag ? SIZE_FREED_TAG : SIZE_OVERWRITTEN;
 }
 
-/* A large block's size word: the last 8 bytes of the block. */
-static size_t *large_size_word(const tes_page_t *page, const void *p) {
-  return (size_t *)((uintptr_t)p + page->block_size - sizeof(size_t));
-}
-
 /* The requested size the block's size word records (0 unless
  * SIZE_RECORDED), in the page's layout. */
 static size_word_t recorded_size(const tes_page_t *page, const void *p, size_t *requested) {
   size_t word, limit, tag;
   if (page_is_large(page)) {
-    memcpy(&word, large_size_word(page, p), sizeof word);
+    word = *large_size_word(page);
     limit = page->block_size - TES_LARGE_PADDING;
     tag = TES_FREED_TAG;
   } else {
@@ -202,14 +205,13 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
       return false;
     }
     /* The tag goes in and the recorded size comes out in one atomic
-     * exchange (the word is 8-byte aligned: block starts and sizes are
-     * multiples of 16), so that of two threads freeing the block at the
+     * exchange (the word is the segment header's large_requested), so that of two threads freeing the block at the
      * same moment, the second finds the tag: a double free. Before, both
      * could pass while the first had not yet cleared in_use, and the
      * segment was freed twice (eighteenth session; one locked instruction
      * a large free, which takes large_lock anyway). */
     size_t requested;
-    size_word_t state = judge_word(__atomic_exchange_n(large_size_word(page, p), TES_FREED_TAG, __ATOMIC_RELAXED),
+    size_word_t state = judge_word(__atomic_exchange_n(large_size_word(page), TES_FREED_TAG, __ATOMIC_RELAXED),
                                    page->block_size - TES_LARGE_PADDING, TES_FREED_TAG, &requested);
     if (state == SIZE_FREED_TAG) {
       tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
