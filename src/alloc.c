@@ -163,7 +163,7 @@ void *tes_realloc_in(tes_heap_t *heap, void *p, size_t size) {
       tes_page_t *page = slices->entry[slot].page;
 #if TES_SECURE
       uint32_t requested;
-      if (tes_likely(tes_secure_recorded_size(page, p, &requested) && tes_secure_canary_ok(page, p, requested)))
+      if (tes_likely(tes_secure_recorded_size(page, p, TES_KIND_ANY, &requested) && tes_secure_canary_ok(page, p, requested)))
         return realloc_small(heap, counters, page, p, requested, size);
 #else
       return realloc_small(heap, counters, page, p, page->block_size, size);

@@ -231,39 +231,52 @@ TES_INLINE void tes_free_owned(tes_page_t *page, tes_block_t *block) {
 
 TES_INLINE void tes_free_inline(void *p) {
   tes_slices_t *slices = tes_tls_slices;
-  size_t slot;
-  if (tes_likely(tes_slice_hit(slices, p, &slot))) {
-    /* A page of our own small/medium segment: a local free, no atomics. */
 #if TES_SECURE
-    tes_page_t *page = slices->entry[slot].page;
-    if (tes_unlikely(page->block_size > TES_SMALL_BLOCK_MAX)) {
-      if (tes_unlikely(!tes_secure_free_quick_in(page, p, false))) {
-        tes_secure_free_local(p, page); /* reports, frees unless it must not */
-        return;
-      }
-      /* A medium block: into its heap's bin of the class while it has room
-       * (the page is ours and in use: its heap is set), with the page's
-       * encoded NULL as its first word, which the pop checks (a write
-       * after free, as a link's check finds on a free list). */
-      tes_sbin_t *bin = tes_sbin_of(atomic_load_explicit(&page->heap, memory_order_relaxed), page->class_index);
-      uint32_t n = bin->count;
-      if (tes_likely(n < bin->limit)) {
-        ((tes_block_t *)p)->next = (tes_block_t *)tes_link_encode(page, 0);
-        bin->slot[n] = (tes_block_t *)p;
-        bin->count = n + 1;
-        return;
-      }
-    } else if (tes_unlikely(!tes_secure_free_quick_in(page, p, true))) {
+  /* A page of our own small/medium segment: a local free, no atomics. The
+   * tag tells a small page (the slice number) from a medium one (with
+   * TES_SLICE_MEDIUM): the small free, the common one, takes no compare of
+   * the page's block size. */
+  size_t slot;
+  unsigned kind = tes_slice_kind(slices, p, &slot);
+  tes_page_t *page;
+  if (tes_likely(kind == TES_KIND_SMALL)) {
+    page = slices->entry[slot].page;
+    if (tes_unlikely(!tes_secure_free_quick_in(page, p, TES_KIND_SMALL))) {
+      tes_secure_free_local(p, page); /* reports, frees unless it must not */
+      return;
+    }
+  } else if (tes_likely(kind == TES_KIND_MEDIUM)) {
+    page = slices->entry[slot].page;
+    if (tes_unlikely(!tes_secure_free_quick_in(page, p, TES_KIND_MEDIUM))) {
       tes_secure_free_local(p, page);
       return;
     }
-    tes_free_owned(page, (tes_block_t *)p);
+    /* A medium block: into its heap's bin of the class while it has room
+     * (the page is ours and in use: its heap is set), with the page's
+     * encoded NULL as its first word, which the pop checks (a write
+     * after free, as a link's check finds on a free list). */
+    tes_sbin_t *bin = tes_sbin_of(atomic_load_explicit(&page->heap, memory_order_relaxed), page->class_index);
+    uint32_t n = bin->count;
+    if (tes_likely(n < bin->limit)) {
+      ((tes_block_t *)p)->next = (tes_block_t *)tes_link_encode(page, 0);
+      bin->slot[n] = (tes_block_t *)p;
+      bin->count = n + 1;
+      return;
+    }
+  } else {
+    tes_free_slow(p); /* NULL, foreign, remote, large, not in the table */
+    return;
+  }
+  tes_free_owned(page, (tes_block_t *)p);
 #else
+  size_t slot;
+  if (tes_likely(tes_slice_hit(slices, p, &slot))) {
+    /* A page of our own small/medium segment: a local free, no atomics. */
     tes_free_owned_to(&slices->entry[slot].page, (tes_block_t *)p, slices->entry[slot].bin);
-#endif
   } else {
     tes_free_slow(p); /* NULL, foreign, remote, large, not in the table */
   }
+#endif
 }
 
 size_t tes_usable_size_slow(const void *p); /* alloc.c: every pointer, checked */
@@ -278,15 +291,17 @@ size_t tes_usable_size_slow(const void *p); /* alloc.c: every pointer, checked *
 TES_INLINE size_t tes_usable_size_inline(const void *p) {
   const tes_slices_t *slices = tes_tls_slices;
   size_t slot;
-  if (tes_likely(tes_slice_hit(slices, p, &slot))) {
-    const tes_page_t *page = slices->entry[slot].page;
 #if !TES_SECURE
-    return page->block_size;
+  if (tes_likely(tes_slice_hit(slices, p, &slot))) return slices->entry[slot].page->block_size;
 #else
-    uint32_t requested;
-    if (tes_likely(tes_secure_recorded_size(page, p, &requested))) return requested;
-#endif
+  unsigned kind = tes_slice_kind(slices, p, &slot);
+  uint32_t requested;
+  if (tes_likely(kind == TES_KIND_SMALL)) {
+    if (tes_likely(tes_secure_recorded_size(slices->entry[slot].page, p, TES_KIND_SMALL, &requested))) return requested;
+  } else if (kind == TES_KIND_MEDIUM) {
+    if (tes_likely(tes_secure_recorded_size(slices->entry[slot].page, p, TES_KIND_MEDIUM, &requested))) return requested;
   }
+#endif
   return tes_usable_size_slow(p);
 }
 

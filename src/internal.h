@@ -517,17 +517,66 @@ TES_INLINE tes_sbin_t *tes_sbin_of(tes_heap_t *heap, unsigned c) { return &heap-
  * update that the free fast path, realloc and the segments share. */
 TES_INLINE uintptr_t tes_slice_of(const void *p) { return ((uintptr_t)p + TES_SLICE_BIAS) >> TES_SLICE_SHIFT; }
 TES_INLINE size_t tes_slice_slot(uintptr_t slice) { return slice & (TES_SLICE_SLOTS - 1); }
+#if TES_SECURE
+/* Hardened build: the tag of a medium segment's slice carries this bit (no
+ * slice number has it: addresses are below 2^48), so that the free fast
+ * path's one tag compare both finds a small page and tells it from a
+ * medium one, whose blocks keep their size word elsewhere and go to a bin:
+ * the compare of the page's block size with 8 KiB it replaces was two
+ * instructions on every small free (RELIABILITY.md, twenty-second
+ * session, hfree22). A medium free pays a second compare on the miss. */
+#define TES_SLICE_MEDIUM ((uintptr_t)1 << 63)
+/* What the caller knows of a small/medium page's kind (a constant where
+ * it knows it: no compare of the block size with 8 KiB). The functions
+ * below that take `bool small` take these too: true is TES_KIND_SMALL. */
+#define TES_KIND_ANY 0u
+#define TES_KIND_SMALL 1u
+#define TES_KIND_MEDIUM 2u
+#else
+#define TES_SLICE_MEDIUM ((uintptr_t)0)
+#endif
+/* The tag p's slice has in the table while it names the slice's page:
+ * the slice number, with TES_SLICE_MEDIUM for a medium segment's. */
+TES_INLINE uintptr_t tes_slice_tag(uintptr_t slice, const tes_page_t *page) {
+#if TES_SECURE
+  const tes_segment_t *seg = (const tes_segment_t *)((uintptr_t)page & ~(uintptr_t)(TES_SEGMENT_SIZE - 1));
+  return seg->kind == TES_SEG_MEDIUM ? slice | TES_SLICE_MEDIUM : slice;
+#else
+  (void)page;
+  return slice;
+#endif
+}
 /* Does the table hold p's slice (which proves p lies in a page of this
  * thread's own segments; nothing at p is read)? Its page is then
  * slices->entry[*slot].page. */
 TES_INLINE bool tes_slice_hit(const tes_slices_t *slices, const void *p, size_t *slot) {
   uintptr_t slice = tes_slice_of(p);
   *slot = tes_slice_slot(slice);
-  return slices->tag[*slot] == slice;
+  return (slices->tag[*slot] & ~TES_SLICE_MEDIUM) == slice;
 }
+#if TES_SECURE
+/* i, through an empty asm: computed where it is used, not earlier. */
+TES_INLINE size_t tes_opaque_index(size_t i) {
+  __asm__("" : "+r"(i));
+  return i;
+}
+/* tes_slice_hit, telling the page's kind (hardened build): TES_KIND_SMALL
+ * or TES_KIND_MEDIUM when the table holds p's slice, else 0. The
+ * small page's tag is compared first, in memory; the medium one's after a
+ * miss, loaded again through an index GCC cannot see is the same: kept in
+ * a register, or its address computed before the first compare, it cost
+ * every small free an instruction. */
+TES_INLINE unsigned tes_slice_kind(const tes_slices_t *slices, const void *p, size_t *slot) {
+  uintptr_t slice = tes_slice_of(p);
+  *slot = tes_slice_slot(slice);
+  if (tes_likely(slices->tag[*slot] == slice)) return TES_KIND_SMALL;
+  if (tes_likely(slices->tag[tes_opaque_index(*slot)] == (slice | TES_SLICE_MEDIUM))) return TES_KIND_MEDIUM;
+  return 0;
+}
+#endif
 /* The slice's slot now names page (a collision may have taken it). */
 TES_INLINE void tes_slice_set(tes_heap_t *heap, uintptr_t slice, tes_page_t *page) {
-  heap->slices->tag[tes_slice_slot(slice)] = slice;
+  heap->slices->tag[tes_slice_slot(slice)] = tes_slice_tag(slice, page);
   heap->slices->entry[tes_slice_slot(slice)].page = page;
 #if !TES_SECURE
   heap->slices->entry[tes_slice_slot(slice)].bin = page->bin;
@@ -1040,10 +1089,20 @@ extern const uint64_t tes_secure_divisors[TES_CLASS_COUNT];
  * guarantee area <= p < area + page size (the slice table, or
  * tes_owned_segment): the offset is below 2^19. One multiply. */
 TES_INLINE bool tes_secure_block_index(const tes_page_t *page, const void *p, size_t *index) {
+#if defined(__x86_64__)
+  /* The divisor a memory operand of both the multiply and the compare: in
+   * C, GCC loads it into a register of its own first (an instruction more
+   * on every hardened free). */
+  uint64_t low = (uintptr_t)p - (uintptr_t)page->area, high;
+  __asm__("mulq %2" : "+a"(low), "=d"(high) : "m"(page->divisor) : "cc");
+  *index = (size_t)high;
+  return low < page->divisor;
+#else
   uint64_t c = page->divisor;
   unsigned __int128 product = (unsigned __int128)((uintptr_t)p - (uintptr_t)page->area) * c;
   *index = (size_t)(product >> 64);
   return (uint64_t)product < c;
+#endif
 }
 
 /* What free writes into a block's size word, small/medium (32 bits) or
@@ -1090,11 +1149,10 @@ static_assert(TES_SIZE_SLOTS_OFFSET + TES_SIZE_SLOTS * sizeof(uint32_t) <=
 
 /* The 32-bit word that records a small or medium block's requested size
  * (or the freed tag): the block's last word, or a medium block's slot.
- * small: the caller knows the page is a small one (a constant: no
- * compare). */
-TES_INLINE uint32_t *tes_secure_size_word_in(const tes_page_t *page, const void *p, bool small) {
+ * kind: TES_KIND_* (a bool: small or not known). */
+TES_INLINE uint32_t *tes_secure_size_word_in(const tes_page_t *page, const void *p, unsigned kind) {
   uintptr_t at = (uintptr_t)p;
-  if (!small && page->block_size > TES_SMALL_BLOCK_MAX)
+  if (kind == TES_KIND_MEDIUM || (kind == TES_KIND_ANY && page->block_size > TES_SMALL_BLOCK_MAX))
     return (uint32_t *)((at & ~(uintptr_t)(TES_SEGMENT_SIZE - 1)) + TES_SIZE_SLOTS_OFFSET) +
            ((at >> TES_SIZE_SLOT_SHIFT) & (TES_SIZE_SLOTS - 1));
   return (uint32_t *)(at + page->block_size - sizeof(uint32_t));
@@ -1125,12 +1183,12 @@ TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested
  * which finds out what is wrong and reports it. */
 /* p is a carved block's start and its size word records a requested size
  * (not the freed tag, not overwritten): *requested. Small/medium pages. */
-TES_INLINE bool tes_secure_recorded_size(const tes_page_t *page, const void *p, uint32_t *requested) {
+TES_INLINE bool tes_secure_recorded_size(const tes_page_t *page, const void *p, unsigned kind, uint32_t *requested) {
   size_t index;
   /* The index of an offset below 2^32 is below 2^32: compared in 32 bits,
    * capacity is a memory operand (no load into a register of its own). */
   if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= page->capacity) return false;
-  memcpy(requested, tes_secure_size_word(page, p), sizeof *requested);
+  memcpy(requested, tes_secure_size_word_in(page, p, kind), sizeof *requested);
   /* A sum (no overflow: a 32-bit size in 64 bits) rather than block_size -
    * TES_PADDING: malloc_usable_size's path is one instruction shorter. */
   return (size_t)*requested + TES_PADDING <= page->block_size;
@@ -1143,11 +1201,12 @@ TES_INLINE bool tes_secure_canary_ok(const tes_page_t *page, const void *p, uint
   return canary == (uint32_t)page->keys[1];
 }
 
-/* tes_secure_free_quick for a page known to be small or not (a constant). */
-TES_INLINE bool tes_secure_free_quick_in(const tes_page_t *page, void *p, bool small) {
+/* tes_secure_free_quick for a page of a kind known or not (kind:
+ * TES_KIND_*, a constant). */
+TES_INLINE bool tes_secure_free_quick_in(const tes_page_t *page, void *p, unsigned kind) {
   size_t index;
   if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= page->capacity) return false;
-  uint32_t *size_word = tes_secure_size_word_in(page, p, small), requested;
+  uint32_t *size_word = tes_secure_size_word_in(page, p, kind), requested;
   memcpy(&requested, size_word, sizeof requested);
   /* not freed already, not overwritten: a size */
   if ((size_t)requested + TES_PADDING > page->block_size) return false;
@@ -1158,16 +1217,24 @@ TES_INLINE bool tes_secure_free_quick_in(const tes_page_t *page, void *p, bool s
    * instructions) made the hardened malloc+free pair 1.6-1.8x as slow
    * (RELIABILITY.md, fourteenth session). */
   uint32_t tag = TES_FREED_TAG32;
+  if (kind == TES_KIND_SMALL) {
+    /* The same word, its address computed again from a block size GCC
+     * cannot see is the same: else it keeps p + block size - 4 in a
+     * register of its own for the read and this write (an lea on every
+     * small free); this way both are address operands. */
+    size_t block_size = page->block_size;
+    __asm__("" : "+r"(block_size));
+    size_word = (uint32_t *)((uintptr_t)p + block_size - sizeof(uint32_t));
+  }
   memcpy(size_word, &tag, sizeof tag);
   return true;
 }
 
-/* Two copies, so that a small block's size word stays an address operand
- * (p + block size - 4) for both its read and the tag's write: one shared
- * path kept the address in a register of its own, an instruction more. */
+/* For a page of either kind (the slow paths; the inline free knows the
+ * kind from the slice tag: tes_slice_kind). */
 TES_INLINE bool tes_secure_free_quick(const tes_page_t *page, void *p) {
-  if (tes_unlikely(page->block_size > TES_SMALL_BLOCK_MAX)) return tes_secure_free_quick_in(page, p, false);
-  return tes_secure_free_quick_in(page, p, true);
+  if (tes_unlikely(page->block_size > TES_SMALL_BLOCK_MAX)) return tes_secure_free_quick_in(page, p, TES_KIND_MEDIUM);
+  return tes_secure_free_quick_in(page, p, TES_KIND_SMALL);
 }
 
 /* tes_secure_free_quick for a free from any thread (tes_secure_check_free:

@@ -361,7 +361,8 @@ static void page_slices_set(tes_heap_t *heap, tes_segment_t *seg, unsigned index
   for (unsigned i = 0; i < per_page; i++) {
     uintptr_t slice = first + i;
     if (present) tes_slice_set(table, slice, &seg->pages[index]);
-    else if (table->slices->tag[tes_slice_slot(slice)] == slice) table->slices->tag[tes_slice_slot(slice)] = UINTPTR_MAX;
+    else if ((table->slices->tag[tes_slice_slot(slice)] & ~TES_SLICE_MEDIUM) == slice)
+      table->slices->tag[tes_slice_slot(slice)] = UINTPTR_MAX;
   }
 }
 
