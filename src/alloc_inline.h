@@ -215,6 +215,16 @@ TES_INLINE void tes_free_owned_to(tes_page_t *const *pagep, tes_block_t *block, 
       return;
     }
   }
+  /* A small block still in its full bin, freed again with other frees
+   * between and its page's list not empty, is not caught above: it goes
+   * onto the page's list while the bin still links it. Its mark cleared
+   * (a store beside the link's, no read), the bin's pop refuses it when it
+   * gets there (TES_BIN_POP_OR_RETURN, and the flush and park walks), and
+   * the page's list hands it out once. With the mark left, the bin handed
+   * it out, then the page's list a second time, and the program's data
+   * became that list's head (SIGSEGV in malloc's page pop, continue mode:
+   * lib.api_adopted_double_free's later rounds, twenty-second session). */
+  *tes_bin_mark(block) = 0;
   tes_page_push_local(page, block);
 #else
   (void)bin;

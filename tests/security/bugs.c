@@ -73,6 +73,11 @@ static int keep_working(void) {
   return 0;
 }
 
+static int compare_pointers(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)*(char *const *)a, y = (uintptr_t)*(char *const *)b;
+  return x < y ? -1 : x > y;
+}
+
 static void *free_in_thread(void *p) {
   free(p);
   return NULL;
@@ -664,6 +669,31 @@ static int scenario(const char *name) {
       char *volatile b = malloc(16);
       b[0] = 1;
     }
+  } else if (strcmp(name, "double_free_full_bin_listed") == 0) {
+    /* The same with the page's list holding blocks (80 freed: 64 fill
+     * the bin, 16 go to the page): the free of the first block again, not
+     * reading it, put it onto the page's list while the full bin still
+     * linked it (no report), and both handed it out: the bin's pop, then
+     * the page's (twenty-second session; SIGSEGV in a later malloc, or a
+     * block given twice, with TESSERA_ABORT_ON_ERROR=0). Now the bin's pop
+     * finds it without the mark, reports, and leaves it to the page. */
+    enum { N = 80, M = 8192 }; /* M: past the page's free list (4,096 blocks), to its local list */
+    static char *blocks[N], *got[M], *sorted[M];
+    for (int i = 0; i < N; i++) blocks[i] = malloc(16);
+    for (int i = 0; i < N; i++) free(launder(blocks[i]));
+    free(launder(blocks[0]));
+    for (int i = 0; i < M; i++) {
+      sorted[i] = got[i] = malloc(16);
+      memset(got[i], 0x5a, 16);
+    }
+    qsort(sorted, M, sizeof sorted[0], compare_pointers);
+    for (int i = 1; i < M; i++)
+      if (sorted[i] == sorted[i - 1]) {
+        printf("block %p handed out twice\n", (void *)sorted[i]);
+        return 1;
+      }
+    for (int i = 0; i < M; i++) free(got[i]);
+    return keep_working();
   } else if (strcmp(name, "double_free_deep") == 0) {
     /* 32 blocks freed, then the tenth again: 22 frees of its class came
      * after it, and a malloc in between took the last one back. */
