@@ -236,7 +236,7 @@ void tes_secure_page_init(tes_page_t *page) {
  * out yet, so every block but the last few of an extension is one of k
  * equally likely ones, whatever is known of the blocks handed out before
  * (3.5-5.8 bits a step for blocks up to 256 B, at least mimalloc's secure
- * extension's 2.4-5.0 bits, 1.6-4.0 for its best guess, at every size),
+ * extension's 2.4-5.0 bits, 1.6-4.0 for its best guess, up to 320 B),
  * while the walk stays near the address order: a block is handed out at
  * most k - 1 steps early and, on average, k steps late. The full
  * Fisher-Yates of each 8 KiB extension it replaces made programs that
