@@ -231,30 +231,46 @@ void tes_secure_page_init(tes_page_t *page) {
 
 /* Link `count` new blocks (from index page->capacity on) in a random order
  * in front of page->free, through a shuffle buffer: a pool of the
- * extension's first k blocks (k = TES_SHUFFLE_POOL_BYTES / block size,
- * clamped to [TES_SHUFFLE_POOL_MIN, TES_SHUFFLE_POOL_MAX] and to count);
- * each step hands out one of the pool's blocks drawn uniformly and puts
- * the next block in address order in its place; the last k steps drain
- * the pool. The pool is always the k lowest blocks not handed out yet, so
- * every block but the last few of an extension is one of k equally likely
- * ones, whatever is known of the blocks handed out before (4.1-5.8 bits a
- * step for blocks up to 128 B, 3.6 at 256 B; mimalloc's secure extension,
- * 64 slices of at most 4 KiB: 2.4-5.0 bits, 1.6-3.9 for its best guess),
+ * extension's first k blocks (k per class, shuffle_pool below, clamped to
+ * count); each step hands out one of the pool's blocks drawn uniformly
+ * and puts the next block in address order in its place; the last k
+ * steps drain the pool. The pool is always the k lowest blocks not handed
+ * out yet, so every block but the last few of an extension is one of k
+ * equally likely ones, whatever is known of the blocks handed out before
+ * (3.5-5.8 bits a step for blocks up to 256 B, at least mimalloc's secure
+ * extension's 2.4-5.0 bits, 1.6-4.0 for its best guess, up to 320 B),
  * while the walk stays near the address order: a block is handed out at
  * most k - 1 steps early and, on average, k steps late. The full
  * Fisher-Yates of each 8 KiB extension it replaces made programs that
  * walk their objects in allocation order (CPython) up to 2x as slow: the
  * hardware prefetchers cannot follow a walk spread over 8 KiB
- * (RELIABILITY.md, nineteenth and twentieth sessions: this order takes
- * 13-18% off the hardened python row). From 384 B on an extension holds
- * fewer blocks than the pool, and the order is a full shuffle of it, as
- * before. Each xorshift step gives four 16-bit draws, the bound taken by
- * a multiply (bias below 0.1% with k <= 64). About 16 instructions a
- * block (19 for the Fisher-Yates and its linking pass), paid once per
- * carved block, never per malloc. */
-#define TES_SHUFFLE_POOL_BYTES 1024
-#define TES_SHUFFLE_POOL_MIN 24 /* below mimalloc's entropy at 64 B with 16 */
+ * (RELIABILITY.md, nineteenth, twentieth and twenty-second sessions). From
+ * 384 B on an extension holds fewer blocks than the pool, and the order
+ * is a full shuffle of it, as before. Each xorshift step gives four 16-bit
+ * draws, the bound taken by a multiply (bias below 0.1% with k <= 64).
+ * About 16 instructions a block, paid once per carved block, never per
+ * malloc. */
+#define TES_SHUFFLE_POOL_MIN 24 /* from 384 B on: more than an extension's blocks (21 at most) */
 #define TES_SHUFFLE_POOL_MAX 64
+/* The pool of each class up to 320 B (16, 32, ..., 256, then 320 B): the
+ * smallest k whose mean Shannon bits a step over an extension are at least
+ * those of mimalloc's secure extension of that block size and whose best
+ * guess (1 / k a step, more in the last k steps) is right at most 1 in 10
+ * times, and never more than the twentieth session's pool (1 KiB of
+ * blocks, clamped to [24, 64]): 64 and 32 blocks at 16 and 32 B as before,
+ * 24 from 176 B on. Its floor of 24 blocks was set by 64 B (mimalloc: a
+ * full shuffle of 64 blocks, 4.16 bits; 21 here); 48 B needs 12 (mimalloc
+ * 3.41 bits, its best guess 2.29), 80 B 13 (2.38). CPython's objects are
+ * mostly blocks of 48 and 64 B. RELIABILITY.md's twenty-second session
+ * has the table; the probe security.allocation_order_pool reads the pools
+ * back. Every entry is at most TES_SHUFFLE_POOL_MAX. */
+static const uint8_t shuffle_pool[] = {64, 32, 12, 21, 13, 14, 15, 16, 19, 21, 24, 24, 24, 24, 24, 24, 24};
+static_assert(sizeof shuffle_pool == 17 && TES_CLASS_SIZE_EXPR(16) == 320, "classes of 16-320 B");
+
+static size_t shuffle_pool_of(unsigned class_index) {
+  return class_index < sizeof shuffle_pool ? shuffle_pool[class_index] : TES_SHUFFLE_POOL_MIN;
+}
+
 /* One step of xorshift64 (13, 7, 17): four 16-bit draws a step. */
 static inline uint64_t xorshift64(uint64_t x) {
   x ^= x << 13;
@@ -264,14 +280,12 @@ static inline uint64_t xorshift64(uint64_t x) {
 
 void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
   uint32_t pool[TES_SHUFFLE_POOL_MAX];
-  static_assert(TES_SHUFFLE_POOL_MIN >= TES_EXTEND_MIN_BLOCKS && TES_SHUFFLE_POOL_MIN <= TES_SHUFFLE_POOL_MAX,
-                "16-bit draws");
+  static_assert(TES_SHUFFLE_POOL_MIN <= TES_SHUFFLE_POOL_MAX, "the pool array holds it");
   static_assert(TES_MEDIUM_PAGE_SHIFT < 32, "offsets fit 32 bits");
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
   uint64_t x = heap && heap->random ? heap->random : tes_random_next() | 1;
   uint32_t block_size = (uint32_t)page->block_size;
-  size_t m = TES_SHUFFLE_POOL_BYTES / block_size;
-  m = m < TES_SHUFFLE_POOL_MIN ? TES_SHUFFLE_POOL_MIN : m > TES_SHUFFLE_POOL_MAX ? TES_SHUFFLE_POOL_MAX : m;
+  size_t m = shuffle_pool_of(page->class_index);
   if (m > count) m = count;
   for (size_t i = 0; i < m; i++) pool[i] = (uint32_t)i * block_size;
   uint32_t refill = (uint32_t)m * block_size, end = (uint32_t)count * block_size;

@@ -1558,6 +1558,36 @@ static int scenario(const char *name) {
     }
     printf("%s\n", worst < 0.125 ? "the next block is not predictable" : "the next block is predictable");
     return 0;
+  } else if (strcmp(name, "allocation_order_pool") == 0) {
+    /* The shuffle buffer's pool, seen from outside (twenty-second session):
+     * each block handed out is one of the k lowest of its extension not
+     * handed out yet, so its rank, the number of blocks handed out after it
+     * from lower addresses of its extension, is at most k - 1, and k - 1
+     * is reached (at 1 in k a step, over thousands of steps). Per block
+     * size, the largest rank plus one is the pool: the entropy of
+     * RELIABILITY.md's table (log2 k bits a step) rests on it. Blocks of a
+     * later extension lie above those of earlier ones, so the blocks
+     * counted are those handed out later, within the next 600 (an
+     * extension has at most 512), from the 8 KiB below. 1,000 blocks
+     * first (the ones freed before main are handed out among them). */
+    enum { N = 6000, LATER = 600 };
+    static uintptr_t at[N];
+    static const size_t block[] = {16, 32, 48, 64, 80, 96, 128, 160, 256};
+    printf("pools");
+    for (size_t s = 0; s < sizeof block / sizeof block[0]; s++) {
+      size_t bs = block[s], request = bs - 8; /* the hardened padding */
+      for (int i = 0; i < 1000; i++) (void)malloc(request);
+      for (int i = 0; i < N; i++) at[i] = (uintptr_t)malloc(request);
+      int pool = 0;
+      for (int i = 0; i < N; i++) {
+        int rank = 0;
+        for (int j = i + 1; j < N && j <= i + LATER; j++) rank += at[j] < at[i] && at[i] - at[j] < 8192;
+        pool = rank + 1 > pool ? rank + 1 : pool;
+      }
+      printf(" %d", pool);
+    }
+    printf("\n");
+    return 0;
   } else if (strcmp(name, "freelist_link") == 0) {
     /* After free(a); free(b) of one class, the first word of b is the free
      * list link: is it a's plain address? (Reading freed memory on purpose.) */
