@@ -1433,7 +1433,6 @@ static TES_NOINLINE void *miss_rotate(size_t size, tes_heap_t *heap, tes_page_t 
   unsigned c = page->class_index;
   tes_page_queue_t *q = &heap->queues[c];
   tes_page_t *next = page->next;
-  uint32_t live;
   /* Only a head with live blocks: unpinned, an empty one would sit in
    * the queue with `used` 0, never retired by a free. */
   if (next->capacity - next->used > mine * TES_ROTATE_GAIN && page->used > 1 &&
@@ -1452,12 +1451,9 @@ static TES_NOINLINE void *miss_rotate(size_t size, tes_heap_t *heap, tes_page_t 
     if (c < DIRECT_CLASSES) direct_set(heap, c, next);
     if (tes_unlikely(!miss_collect_quick_ok(next))) return miss_rotate_collect(size, heap, next);
     page = next;
-    live = next->used - 1; /* a pinned head now, in no full queue */
-  } else {
-    live = tes_page_live(page);
   }
-  /* Either page: as tes_page_collect_quick, inlined once. */
-  tes_page_free_from_local_live(page, live);
+  /* Either page, its class's head: as tes_page_collect_quick, inlined once. */
+  tes_page_free_from_local_in(page, true);
   if (tes_unlikely(page->free == NULL)) return tes_heap_malloc_generic(heap, size, false); /* nothing to serve */
   heap->counters.slow_allocs++;
   return page_take_block(heap, page, size, false);
@@ -1472,7 +1468,7 @@ TES_INLINE void *miss_refill(size_t size, tes_heap_t *heap, tes_page_t *page) {
     uint32_t mine = page->capacity + 1 - page->used;
     if (mine <= TES_ROTATE_FEW) return miss_rotate(size, heap, page, mine);
   }
-  tes_page_free_from_local_live(page, page->used - page->pinned); /* a class's head: in no full queue */
+  tes_page_free_from_local_in(page, true); /* a class's head */
   heap->counters.slow_allocs++;
   return page_take_block(heap, page, size, false);
 }
