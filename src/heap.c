@@ -477,11 +477,7 @@ static void pin(tes_page_t *page) {
  * from the class sizes and stored in a loop, this was 48 instructions a
  * call for the classes of 320-512 bytes (the hardened fit-small row moves
  * a head once every two slow-path mallocs). */
-static void class_head_changed(tes_heap_t *heap, unsigned c) {
-  tes_page_t *head = heap->queues[c].first;
-  if (head != NULL) pin(head);
-  if (c >= DIRECT_CLASSES) return;
-  tes_page_t *entry = head != NULL ? head : &tes_page_empty;
+TES_INLINE void direct_set(tes_heap_t *heap, unsigned c, tes_page_t *entry) {
   tes_page_t **d = &heap->direct[direct_first[c]];
   d[0] = entry;
   if (c == 0) d[1] = entry;
@@ -489,6 +485,13 @@ static void class_head_changed(tes_heap_t *heap, unsigned c) {
     d[1] = d[2] = d[3] = entry;
     if (c >= 20) d[4] = d[5] = d[6] = d[7] = entry;
   }
+}
+
+static void class_head_changed(tes_heap_t *heap, unsigned c) {
+  tes_page_t *head = heap->queues[c].first;
+  if (head != NULL) pin(head);
+  if (c >= DIRECT_CLASSES) return;
+  direct_set(heap, c, head != NULL ? head : &tes_page_empty);
 }
 
 static void queue_push_back(tes_page_queue_t *q, tes_page_t *page) {
@@ -1387,12 +1390,28 @@ void *tes_heap_malloc_generic(tes_heap_t *heap, size_t size, bool zero) {
 #ifndef TES_ROTATE_GAIN
 #define TES_ROTATE_GAIN 2
 #endif
+/* Nothing for tes_page_collect to do on the page (no cut link to report,
+ * no remote stack): tes_page_collect_quick's test. */
+TES_INLINE bool miss_collect_quick_ok(const tes_page_t *page) {
+  return page->corrupt_link == NULL &&
+         tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) == NULL;
+}
+
 /* The page (the fast path's, or its class's head again) is its class's
  * head with an empty free list, frees on local_free, and nothing for
  * tes_page_collect to do (no remote stack, no cut link to report). */
 TES_INLINE bool miss_quick_ok(const tes_page_t *page) {
-  return page != NULL && page->free == NULL && page->local_free != NULL && page->corrupt_link == NULL &&
-         tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) == NULL;
+  return page != NULL && page->free == NULL && page->local_free != NULL && miss_collect_quick_ok(page);
+}
+
+/* miss_rotate's new head with a remote stack or a cut link: collected the
+ * long way, out of miss_rotate (whose common path then calls nothing and
+ * saves no registers). */
+static TES_NOINLINE void *miss_rotate_collect(size_t size, tes_heap_t *heap, tes_page_t *page) {
+  tes_page_collect(page);
+  if (tes_unlikely(page->free == NULL)) return tes_heap_malloc_generic(heap, size, false); /* a link cut */
+  heap->counters.slow_allocs++;
+  return page_take_block(heap, page, size, false);
 }
 
 /* A small class's head that holds TES_ROTATE_FEW blocks or fewer on
@@ -1426,13 +1445,16 @@ static TES_NOINLINE void *miss_rotate(size_t size, tes_heap_t *heap, tes_page_t 
     q->last = page;
     page->pinned = 0;
     page->used--;
-    class_head_changed(heap, c);
+    /* class_head_changed with the new head known: pinned, the direct
+     * entries set in line (the call was 30 instructions a rotation). */
+    pin(next);
+    if (c < DIRECT_CLASSES) direct_set(heap, c, next);
+    if (tes_unlikely(!miss_collect_quick_ok(next))) return miss_rotate_collect(size, heap, next);
     page = next;
-    tes_page_collect_quick(page);
-    if (tes_unlikely(page->free == NULL)) return tes_heap_malloc_generic(heap, size, false); /* a link cut */
-  } else {
-    tes_page_free_from_local(page);
   }
+  /* Either page, its class's head: as tes_page_collect_quick, inlined once. */
+  tes_page_free_from_local_in(page, true);
+  if (tes_unlikely(page->free == NULL)) return tes_heap_malloc_generic(heap, size, false); /* nothing to serve */
   heap->counters.slow_allocs++;
   return page_take_block(heap, page, size, false);
 }
@@ -1446,7 +1468,7 @@ TES_INLINE void *miss_refill(size_t size, tes_heap_t *heap, tes_page_t *page) {
     uint32_t mine = page->capacity + 1 - page->used;
     if (mine <= TES_ROTATE_FEW) return miss_rotate(size, heap, page, mine);
   }
-  tes_page_free_from_local(page);
+  tes_page_free_from_local_in(page, true); /* a class's head */
   heap->counters.slow_allocs++;
   return page_take_block(heap, page, size, false);
 }

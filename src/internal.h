@@ -863,23 +863,31 @@ TES_INLINE tes_block_t *tes_secure_hold_back(tes_page_t *page, tes_block_t *last
  * blocks left to carve, so that malloc carved fresh ones, was tried:
  * bench_realloc, one live block a class, carved its pages whole, 2.8 ->
  * 3.7 MB peak RSS, and handed the block back anyway once they were.) */
-TES_INLINE void tes_page_free_from_local(tes_page_t *page) {
+/* head: the caller knows the page is a class's head, so in no full queue
+ * (its live blocks used - pinned, without tes_page_live's in_full test). */
+TES_INLINE uint32_t tes_page_live_in(const tes_page_t *page, bool head) {
+  return head ? page->used - page->pinned : tes_page_live(page);
+}
+
+TES_INLINE void tes_page_free_from_local_in(tes_page_t *page, bool head) {
   if (page->free == NULL && page->local_free != NULL) {
 #if TES_SECURE
     tes_block_t *rest = tes_secure_hold_back(page, page->local_free, NULL);
     if (rest != NULL) {
-      page->installed += page->capacity - tes_page_live(page) - 1;
+      page->installed += page->capacity - tes_page_live_in(page, head) - 1;
       page->free = rest; /* local_free keeps the block freed last, alone */
       page->free_is_zero = 0;
       return;
     }
 #endif
-    page->installed += page->capacity - tes_page_live(page);
+    page->installed += page->capacity - tes_page_live_in(page, head);
     page->free = page->local_free;
     page->local_free = NULL;
     page->free_is_zero = 0;
   }
 }
+
+TES_INLINE void tes_page_free_from_local(tes_page_t *page) { tes_page_free_from_local_in(page, false); }
 
 /* tes_page_collect for the malloc slow path: the call only for a remote
  * stack to take (or, hardened, a cut link to report); the owner's own
