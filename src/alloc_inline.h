@@ -157,13 +157,14 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
  * needed: a push to the bin loads no page (nor the slice table's entry). */
 TES_INLINE void tes_free_owned_to(tes_page_t *const *pagep, tes_block_t *block, tes_bin_t *bin) {
 #if !TES_SECURE
-  /* The room byte read on its own (little-endian low byte of tally): GCC
-   * then tests it in memory (`cmpb $0`: a plain read, which only the owner
-   * makes; the relaxed atomic load it was until the seventeenth session
-   * cost a `movzbl` and a `test`) and decrements tally with one
+  /* The room read on its own (the little-endian low 16 bits of tally):
+   * GCC then tests it in memory (`cmpw $0`: a plain read, which only the
+   * owner makes; the relaxed atomic load it was until the seventeenth
+   * session cost a `movzbl` and a `test`) and decrements tally with one
    * instruction, instead of loading, testing, decrementing and storing the
-   * word. */
-  if (tes_likely(*(const uint8_t *)&bin->tally != 0)) {
+   * word. (A byte until the twenty-second session: `cmpb`, the same one
+   * instruction.) */
+  if (tes_likely(*(const tes_bin_room_t *)&bin->tally != 0)) {
     /* The default build's double-free checks, without reading the block
      * (free only writes it): a block freed twice in a row is the bin's
      * head; one freed again with other frees between is caught when the

@@ -129,7 +129,7 @@ static void bins_set_limits(tes_heap_t *heap) {
 #else
     tes_bin_t *bin = &heap->bins[c];
     bin->limit = bin_limit(c);
-    bin->most = bin_blocks(c, TES_BIN_ROOM_MASK, TES_BIN_GROWN_KIB);
+    bin->most = bin_blocks(c, TES_BIN_GROWN_BLOCKS, TES_BIN_GROWN_KIB);
     bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | bin->limit;
 #endif
   }
@@ -147,8 +147,10 @@ static void bins_set_limits(tes_heap_t *heap) {
  * FetchFromCentralCache; fit_large_range: a round's 50 frees of 32 B-64 KiB
  * blocks overflowed the medium bins of 2-25, and its mallocs popped blocks
  * freed long before from the pages). So the bin doubles, up to 1 MiB
- * worth (the hardened bins' budget) and the room byte's 255 blocks (halved
- * for the eighths), the heap's bins by TES_BIN_GROWN_MAX bytes in all, until
+ * worth (the hardened bins' budget) and TES_BIN_GROWN_BLOCKS (halved for
+ * the eighths; 255 until the twenty-second session, which left
+ * bench_batch's rounds of about 1,250 blocks a class half in the bin and
+ * half on pages that retired and were carved again), the heap's bins by TES_BIN_GROWN_MAX bytes in all, until
  * the next flush sets the limits back (bins_flush, once per purge delay).
  * All bins full at once then hold at most 6.4 + 8 MiB (PERFORMANCE.md,
  * twenty-first session: 4 MiB left fit-large at 0.78 of the time before,
@@ -295,7 +297,7 @@ static void bin_park(tes_bin_t *bin, uint32_t limit) {
     if (i == held) return;
   }
   enum { MOST = 64 };
-  /* A grown bin (bin_grow) may hold up to 255: those past MOST go back to
+  /* A grown bin (bin_grow) may hold up to TES_BIN_GROWN_BLOCKS: those past MOST go back to
    * their pages first, or the walk below would leave them off every list
    * (a leak, their pages never empty). */
   bin_flush_to(bin, MOST);

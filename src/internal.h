@@ -286,13 +286,13 @@ typedef struct tes_counters_s {
  * MiB worth while grown, bin_grow); the bins
  * go back to their pages on collect, trim, heap detach, thread exit and,
  * once per purge delay, on a malloc slow path. The room left is the low
- * byte of `tally`, so the free fast path tests one byte. */
+ * 16 bits of `tally`, which the free fast path tests alone. */
 typedef struct tes_bin_s {
   tes_block_t *head;
   /* Pops above TES_BIN_ROOM_BITS, room (pushes left) below: a pop adds
    * TES_BIN_POP, one instruction for both counts. */
   uint64_t tally;
-  uint32_t limit;              /* room when empty (at most 64, 255 grown: heap.c, bin_grow) */
+  uint32_t limit;              /* room when empty (at most 64, TES_BIN_GROWN_BLOCKS grown: heap.c, bin_grow) */
   uint32_t most;               /* default build: what bin_grow may raise limit to (set with it) */
 } tes_bin_t;
 static_assert(sizeof(tes_bin_t) == 24, "a bin is three words");
@@ -326,8 +326,20 @@ static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted b
  * (tes_sbin_of; the struct held one for every class before, 12 KiB of
  * bins never used, written at every heap setup). */
 #endif
-#define TES_BIN_ROOM_BITS 8
+#define TES_BIN_ROOM_BITS 16
 #define TES_BIN_ROOM_MASK (((uint64_t)1 << TES_BIN_ROOM_BITS) - 1)
+/* The room as the free fast path reads it, alone (alloc_inline.h). */
+typedef uint16_t __attribute__((may_alias)) tes_bin_room_t;
+static_assert(sizeof(tes_bin_room_t) * 8 == TES_BIN_ROOM_BITS, "the fast path reads the whole room");
+/* The most blocks a grown bin may hold (heap.c, bin_grow; halved for the
+ * eighths), besides its 1 MiB worth. 255 until the twenty-second session
+ * (the room was a byte): a program that frees, then allocates, more than
+ * that of a small class at a time (bench_batch: about 1,250 blocks of each
+ * of 16 classes) had its bins keep each round's first frees, the coldest,
+ * and its pages the rest, which emptied, retired and were carved again
+ * (PERFORMANCE.md, twenty-second session). */
+#define TES_BIN_GROWN_BLOCKS 4096
+static_assert(TES_BIN_GROWN_BLOCKS <= TES_BIN_ROOM_MASK, "a grown bin's room fits");
 #define TES_BIN_POP (((uint64_t)1 << TES_BIN_ROOM_BITS) + 1)
 static inline uint32_t tes_bin_held(const tes_bin_t *bin) {
   /* A walk of another thread's heap (stats) may read a limit that its
