@@ -130,7 +130,7 @@ static void bins_set_limits(tes_heap_t *heap) {
     tes_bin_t *bin = &heap->bins[c];
     bin->limit = bin_limit(c);
     bin->most = bin_blocks(c, TES_BIN_GROWN_BLOCKS, TES_BIN_GROWN_KIB);
-    bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | bin->limit;
+    tes_bin_set_room(bin, bin->limit); /* the bins are empty, the pops folded */
 #endif
   }
 }
@@ -156,14 +156,16 @@ static void bins_set_limits(tes_heap_t *heap) {
  * twenty-first session: 4 MiB left fit-large at 0.78 of the time before,
  * 8 MiB 0.68, no bound 0.65). The bin is empty: its room is its limit,
  * before and after. */
+static void bin_fold_one(tes_heap_t *heap, unsigned c, bool dropped);
 static TES_NOINLINE void bin_grow(tes_heap_t *heap, tes_bin_t *bin, unsigned c) {
   uint32_t limit = bin->limit * 2 < bin->most ? bin->limit * 2 : bin->most;
   size_t size = tes_class_size(c), left = TES_BIN_GROWN_MAX - heap->bins_grown;
   if ((limit - bin->limit) * size > left) limit = bin->limit + (uint32_t)(left / size);
   if (limit == bin->limit) return;
+  bin_fold_one(heap, c, false); /* the pops counted: the room below is the whole limit */
   heap->bins_grown += (limit - bin->limit) * size;
   bin->limit = limit; /* first: a racy reader (tes_bin_held) sees room <= limit */
-  bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | limit;
+  bin->tally = (uint64_t)limit << TES_BIN_DRIFT_BITS;
 }
 #endif
 
@@ -195,13 +197,22 @@ static void bins_fold(tes_heap_t *heap, bool dropped) {
     heap->counters.class_local_frees[c] += bin->pops + (dropped ? bin->count : 0);
     bin->pops = 0;
 #else
-    tes_bin_t *bin = &heap->bins[c];
-    heap->counters.class_allocs[c] += tes_bin_pops(bin);
-    heap->counters.class_local_frees[c] += tes_bin_pops(bin) + (dropped ? tes_bin_held(bin) : 0);
-    bin->tally &= TES_BIN_ROOM_MASK;
+    bin_fold_one(heap, c, dropped);
 #endif
   }
 }
+
+#if !TES_SECURE
+/* One bin's pops into the heap's counters; its room is then limit - held
+ * (internal.h, TES_BIN_POP). */
+static void bin_fold_one(tes_heap_t *heap, unsigned c, bool dropped) {
+  tes_bin_t *bin = &heap->bins[c];
+  uint32_t held = tes_bin_held(bin);
+  heap->counters.class_allocs[c] += tes_bin_pops(bin);
+  heap->counters.class_local_frees[c] += tes_bin_pops(bin) + (dropped ? held : 0);
+  bin->tally = (uint64_t)(bin->limit - held) << TES_BIN_DRIFT_BITS;
+}
+#endif
 
 #if TES_SECURE
 /* Every block of one hardened bin back to its page (which may
@@ -230,7 +241,10 @@ void tes_bin_refuse(tes_bin_t *bin) {
    * pages keep counting them, a leak), because the link that reaches past
    * this block is the program's data. */
   bin->head = TES_BIN_END;
-  bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | bin->limit;
+  /* Empty: held 0 with the pops kept (internal.h, TES_BIN_POP). */
+  tes_bin_set_room(bin, 0);
+  uint32_t drift = bin->limit - tes_bin_held(bin); /* with no room: at most the limit */
+  tes_bin_set_room(bin, bin->limit - drift);
 }
 
 void *tes_bin_refuse_malloc(tes_heap_t *heap, tes_bin_t *bin, size_t size) {
@@ -252,7 +266,7 @@ static void bin_flush_to(tes_bin_t *bin, uint32_t keep) {
     }
     bin->head = b->next;
     *tes_bin_mark(b) = 0;
-    bin->tally++;
+    bin->tally += TES_BIN_ROOM_ONE;
     tes_free_local_block(tes_page_of(tes_segment_of(b), b), b);
   }
 }
@@ -333,7 +347,7 @@ static void bin_park(tes_bin_t *bin, uint32_t limit) {
   }
   bin->head = head;
   bin->limit = limit;
-  bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | (limit - kept);
+  bin->tally = (uint64_t)(limit - kept) << TES_BIN_DRIFT_BITS; /* the pops folded (bins_park) */
   if (tes_unlikely(any))
     for (uint32_t i = 0; i < n; i++)
       if (flush[i] || n > limit) tes_free_local_block(pages[i], blocks[i]);
@@ -1075,6 +1089,41 @@ TES_INLINE void heap_deferred(tes_heap_t *heap) {
   /* Last: it may allocate (pthread_create), re-entering this path. */
   if (tes_unlikely(tes_opt(TES_OPTION_PURGE_THREAD))) tes_purge_thread_start();
 }
+
+#if !TES_SECURE
+/* A free found bin's room at zero with pops counted (alloc_inline.h,
+ * tes_free_owned_to): the bin is not full, its room ran out (internal.h,
+ * TES_BIN_POP: about once in 256 pops a block of room, so in a loop of one
+ * block's pairs and a bin of 64, once in 16,000 pairs). The pops go to the
+ * heap's counters and the room is limit - held again; while bins are
+ * grown, the clock is read and, once per purge delay, this runs the work a malloc slow path would (the bins' flush, the queue sweep,
+ * the purges), which a loop whose blocks all fit its bins never reaches
+ * (PERFORMANCE.md, twenty-second session). Then the block goes into the
+ * bin, as the fast path's push, or to its page when the bin is full. */
+void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, tes_block_t *block) {
+  tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
+  if (tes_unlikely(bin < heap->bins || bin >= heap->bins + TES_CLASS_COUNT)) { /* not a heap's bin: never counts pops */
+    tes_page_push_local(page, block);
+    return;
+  }
+  bin_fold_one(heap, (unsigned)(bin - heap->bins), false); /* the room is limit - held: zero when full */
+  /* Only with bins grown past their limits (bin_grow): a loop of 64
+   * blocks or fewer a class fit its bins before as well, and the clock and
+   * the work once per purge delay, under callgrind, were 0.08-0.2
+   * instructions a pair in fastpath.sh's ping-pong (budget 44.0, at 44.0). */
+  int64_t now = heap->bins_grown != 0 ? tes_os_clock_ms() : INT64_MIN;
+  if (now >= heap->bins_due) {
+    bins_flush(heap);
+    heap->bins_due = now + tes_purge_delay(now);
+    purge_due_at(heap, now);
+    heap_deferred_eighth(heap);
+  }
+  /* The fast path's push, or (full, or bins off since) its page's way:
+   * the pops are folded, so tally is the room alone and this call does not
+   * come back here. */
+  tes_free_owned_to(&page, block, bin);
+}
+#endif
 
 /* ---- retire / full / unfull ---------------------------------------------------- */
 void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page) {

@@ -213,6 +213,29 @@ int main(void) {
   CHECK(sback == sb[SMALL_ROUND - 1], "the first malloc got %p, not the block freed last %p", sback,
         sb[SMALL_ROUND - 1]);
   tes_free(sback);
+
+  /* A loop whose blocks all fit its bin takes no malloc slow path, where
+   * the bins' flush, the queue sweep and the purges wait (once per purge
+   * delay): the bin's room still runs out by itself, about one block of it
+   * in 256 pops (internal.h, TES_BIN_POP), and the free that finds it at
+   * zero runs that work when it is due (heap.c, tes_bin_room_out). Here it
+   * is due at once: 100,000 pairs of one block of 64 B beside the grown
+   * bin's round run it, with no slow path (a bin not grown, as before, runs
+   * nothing: a loop of 64 blocks or fewer fit it before too). Until the
+   * twenty-second session a pop gave its room back exactly and the flush
+   * never came (bins_due stayed 0). */
+  void *pp = tes_malloc(64);
+  tes_free(pp);
+  uint64_t slow0 = heap->counters.slow_allocs;
+  heap->bins_due = 0;
+  for (int i = 0; i < 100000; i++) {
+    pp = tes_malloc(64);
+    tes_free(pp);
+  }
+  CHECK(heap->counters.slow_allocs == slow0, "the pairs took %llu slow paths (want 0)",
+        (unsigned long long)(heap->counters.slow_allocs - slow0));
+  CHECK(heap->bins_due > 0, "the bins' flush, due, did not run in 100,000 pairs that fit the bin");
+  CHECK(bin_of(heap, 64)->head == (tes_block_t *)pp, "after the pairs: the bin's head is not the block freed last");
   tes_collect(false);
 
   /* Growth is bounded: 1 MiB worth a class (and TES_BIN_GROWN_BLOCKS), 8 MiB added
