@@ -196,9 +196,10 @@ TES_INLINE void tes_free_owned_to(tes_page_t *const *pagep, tes_block_t *block, 
    * it again). The read is paid only by a page's first free since its list
    * was last taken; with a block of the list there, the bin's pop reaches
    * that block, finds no mark, and reports (TES_BIN_POP_OR_RETURN). */
-  /* Room zero with pops counted: not full, the room ran out (internal.h,
-   * TES_BIN_POP); a full bin counts no pops. A tail call (as above). */
-  if (bin->tally != 0) {
+  /* Room zero with pops counted: the room may have run out with the bin
+   * not full (internal.h, TES_BIN_POP); a full bin's first free after its
+   * fold counts no pops. A tail call (as above). */
+  if (bin->tally >= TES_BIN_POPS_ONE) {
     tes_bin_room_out(*pagep, bin, block);
     return;
   }

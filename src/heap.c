@@ -130,7 +130,7 @@ static void bins_set_limits(tes_heap_t *heap) {
     tes_bin_t *bin = &heap->bins[c];
     bin->limit = bin_limit(c);
     bin->most = bin_blocks(c, TES_BIN_GROWN_BLOCKS, TES_BIN_GROWN_KIB);
-    tes_bin_set_room(bin, bin->limit); /* the bins are empty, the pops folded */
+    bin->tally = TES_BIN_TALLY(bin->limit); /* the bins are empty, the pops folded */
 #endif
   }
 }
@@ -165,7 +165,7 @@ static TES_NOINLINE void bin_grow(tes_heap_t *heap, tes_bin_t *bin, unsigned c) 
   bin_fold_one(heap, c, false); /* the pops counted: the room below is the whole limit */
   heap->bins_grown += (limit - bin->limit) * size;
   bin->limit = limit; /* first: a racy reader (tes_bin_held) sees room <= limit */
-  bin->tally = (uint64_t)limit << TES_BIN_DRIFT_BITS;
+  bin->tally = TES_BIN_TALLY(limit);
 }
 #endif
 
@@ -210,7 +210,7 @@ static void bin_fold_one(tes_heap_t *heap, unsigned c, bool dropped) {
   uint32_t held = tes_bin_held(bin);
   heap->counters.class_allocs[c] += tes_bin_pops(bin);
   heap->counters.class_local_frees[c] += tes_bin_pops(bin) + (dropped ? held : 0);
-  bin->tally = (uint64_t)(bin->limit - held) << TES_BIN_DRIFT_BITS;
+  bin->tally = TES_BIN_TALLY(bin->limit - held);
 }
 #endif
 
@@ -347,7 +347,7 @@ static void bin_park(tes_bin_t *bin, uint32_t limit) {
   }
   bin->head = head;
   bin->limit = limit;
-  bin->tally = (uint64_t)(limit - kept) << TES_BIN_DRIFT_BITS; /* the pops folded (bins_park) */
+  bin->tally = TES_BIN_TALLY(limit - kept); /* the pops folded (bins_park) */
   if (tes_unlikely(any))
     for (uint32_t i = 0; i < n; i++)
       if (flush[i] || n > limit) tes_free_local_block(pages[i], blocks[i]);

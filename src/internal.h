@@ -331,8 +331,10 @@ static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted b
  * bits, which the free fast path tests alone, at byte 1), the pops since
  * the last fold (heap.c, bin_fold_one). A push subtracts TES_BIN_ROOM_ONE;
  * a pop adds TES_BIN_POP, one instruction for all three: a pop, a push's
- * room back, and 1 off the drift byte, which borrows 1 of that room back
- * once in 256 pops (the first pop after a fold, then every 256th). So the
+ * room back, and 1 off the drift byte (255 after a fold), which borrows 1
+ * of that room back once in 256 pops (the 256th after a fold, the 512th,
+ * ...; with the first, a full bin's pop gave no room back and every free
+ * of a pop-free alternation at a full bin called out). So the
  * room runs out by itself, held or not: after about 256 pops a block of
  * room that was free, also in a loop whose blocks all fit its bins, which
  * takes no malloc slow path. The free that finds the room at zero with
@@ -343,13 +345,16 @@ static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted b
  * security.default_remote_emptied_rss with bins past 255 blocks). Until
  * the twenty-second session the room was the low byte and a pop added 1
  * to it, exactly: a loop that fit its bins never ran out. held = limit -
- * room - drift, drift = ceil(pops / 256). */
+ * room - drift, drift = pops / 256. */
 #define TES_BIN_DRIFT_BITS 8
 #define TES_BIN_ROOM_BITS 16
 #define TES_BIN_ROOM_ONE ((uint64_t)1 << TES_BIN_DRIFT_BITS)
 #define TES_BIN_ROOM_MASK ((((uint64_t)1 << TES_BIN_ROOM_BITS) - 1) << TES_BIN_DRIFT_BITS)
 #define TES_BIN_POPS_SHIFT (TES_BIN_DRIFT_BITS + TES_BIN_ROOM_BITS)
 #define TES_BIN_POP (((uint64_t)1 << TES_BIN_POPS_SHIFT) + TES_BIN_ROOM_ONE - 1)
+#define TES_BIN_POPS_ONE ((uint64_t)1 << TES_BIN_POPS_SHIFT)
+/* A bin's tally with `room` and no pops since its fold (the drift byte full). */
+#define TES_BIN_TALLY(room) (((uint64_t)(room) << TES_BIN_DRIFT_BITS) | (TES_BIN_ROOM_ONE - 1))
 /* The room as the free fast path reads it, alone (alloc_inline.h). */
 typedef uint16_t __attribute__((may_alias)) tes_bin_room_t;
 static_assert(sizeof(tes_bin_room_t) * 8 == TES_BIN_ROOM_BITS && TES_BIN_DRIFT_BITS == 8,
@@ -372,7 +377,7 @@ static inline uint32_t tes_bin_held(const tes_bin_t *bin) {
    * owner changes at that moment (bin_grow, bins_set_limits): never a
    * count below zero. */
   uint64_t tally = bin->tally, pops = tally >> TES_BIN_POPS_SHIFT;
-  uint64_t used = ((tally & TES_BIN_ROOM_MASK) >> TES_BIN_DRIFT_BITS) + ((pops + TES_BIN_ROOM_ONE - 1) >> TES_BIN_DRIFT_BITS);
+  uint64_t used = ((tally & TES_BIN_ROOM_MASK) >> TES_BIN_DRIFT_BITS) + (pops >> TES_BIN_DRIFT_BITS);
   uint32_t limit = bin->limit;
   return used < limit ? limit - (uint32_t)used : 0;
 }
