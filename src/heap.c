@@ -205,7 +205,7 @@ static void bins_fold(tes_heap_t *heap, bool dropped) {
 #if !TES_SECURE
 /* One bin's pops into the heap's counters; its room is then limit - held
  * (internal.h, TES_BIN_POP). */
-static void bin_fold_one(tes_heap_t *heap, unsigned c, bool dropped) {
+static __attribute__((cold)) void bin_fold_one(tes_heap_t *heap, unsigned c, bool dropped) {
   tes_bin_t *bin = &heap->bins[c];
   uint32_t held = tes_bin_held(bin);
   heap->counters.class_allocs[c] += tes_bin_pops(bin);
@@ -231,7 +231,7 @@ void *tes_sbin_damaged(tes_heap_t *heap, tes_page_t *page, tes_block_t *block, s
 }
 #endif
 
-void tes_bin_refuse(tes_bin_t *bin) {
+__attribute__((cold)) void tes_bin_refuse(tes_bin_t *bin) {
   tes_block_t *block = bin->head;
   /* The head came from our own free, or from the link of a block whose
    * mark was intact: look its page up only if a segment of ours holds it. */
@@ -294,7 +294,7 @@ static void bin_flush(tes_bin_t *bin) {
  * less those found here. At most 64 blocks (the bins' limit); the walk
  * stops, reported, at a block without the mark, as bin_flush's does (met
  * twice: the walk clears each mark it passes). */
-static void bin_park(tes_bin_t *bin, uint32_t limit) {
+static __attribute__((cold)) void bin_park(tes_bin_t *bin, uint32_t limit) {
   /* Most often every block's page has more live blocks than the bin holds
    * (larson: 98% of the blocks kept): then the bin stays as it is, after a
    * walk that writes nothing (bench_larson --scale 0.1 --threads 4 under
@@ -1100,9 +1100,9 @@ TES_INLINE void heap_deferred(tes_heap_t *heap) {
  * the purges), which a loop whose blocks all fit its bins never reaches
  * (PERFORMANCE.md, twenty-second session). Then the block goes into the
  * bin, as the fast path's push, or to its page when the bin is full. */
-void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, tes_block_t *block) {
+__attribute__((cold)) void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, tes_block_t *block) {
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
-  if (tes_unlikely(bin < heap->bins || bin >= heap->bins + TES_CLASS_COUNT)) { /* not a heap's bin: never counts pops */
+  if (tes_unlikely(bin < heap->bins || bin >= heap->bins + TES_CLASS_COUNT)) { /* not a heap's bin: counts no pops */
     tes_page_push_local(page, block);
     return;
   }
@@ -1118,10 +1118,12 @@ void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, tes_block_t *block) {
     purge_due_at(heap, now);
     heap_deferred_eighth(heap);
   }
-  /* The fast path's push, or (full, or bins off since) its page's way:
-   * the pops are folded, so tally is the room alone and this call does not
+  /* The free again, from the top (a few instructions more, once in about
+   * 256 pops a unit of room; an inlined tes_free_owned_to took the library
+   * past lib.fixed_cost_sizes' 17 pages): the fast path's push, or (full,
+   * bins off since) its page's way. The pops are folded, so it does not
    * come back here. */
-  tes_free_owned_to(&page, block, bin);
+  tes_free_slow(block);
 }
 #endif
 

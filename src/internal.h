@@ -356,7 +356,7 @@ static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted b
 /* A bin's tally with `room` and no pops since its fold (the drift byte full). */
 #define TES_BIN_TALLY(room) (((uint64_t)(room) << TES_BIN_DRIFT_BITS) | (TES_BIN_ROOM_ONE - 1))
 /* The room as the free fast path reads it, alone (alloc_inline.h). */
-typedef uint16_t __attribute__((may_alias)) tes_bin_room_t;
+typedef uint16_t __attribute__((may_alias, aligned(1))) tes_bin_room_t; /* at byte 1 */
 static_assert(sizeof(tes_bin_room_t) * 8 == TES_BIN_ROOM_BITS && TES_BIN_DRIFT_BITS == 8,
               "the fast path reads the whole room, at byte 1");
 /* The most blocks a grown bin may hold (heap.c, bin_grow; halved for the
