@@ -157,13 +157,14 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
  * needed: a push to the bin loads no page (nor the slice table's entry). */
 TES_INLINE void tes_free_owned_to(tes_page_t *const *pagep, tes_block_t *block, tes_bin_t *bin) {
 #if !TES_SECURE
-  /* The room byte read on its own (little-endian low byte of tally): GCC
-   * then tests it in memory (`cmpb $0`: a plain read, which only the owner
-   * makes; the relaxed atomic load it was until the seventeenth session
-   * cost a `movzbl` and a `test`) and decrements tally with one
+  /* The room read on its own (16 bits of tally, at its byte 1):
+   * GCC then tests it in memory (`cmpw $0`: a plain read, which only the
+   * owner makes; the relaxed atomic load it was until the seventeenth
+   * session cost a `movzbl` and a `test`) and decrements tally with one
    * instruction, instead of loading, testing, decrementing and storing the
-   * word. */
-  if (tes_likely(*(const uint8_t *)&bin->tally != 0)) {
+   * word. (A byte until the twenty-second session: `cmpb`, the same one
+   * instruction.) */
+  if (tes_likely(*(const tes_bin_room_t *)((const char *)&bin->tally + 1) != 0)) {
     /* The default build's double-free checks, without reading the block
      * (free only writes it): a block freed twice in a row is the bin's
      * head; one freed again with other frees between is caught when the
@@ -178,7 +179,7 @@ TES_INLINE void tes_free_owned_to(tes_page_t *const *pagep, tes_block_t *block, 
     block->next = head;
     *tes_bin_mark(block) = (uintptr_t)bin;
     bin->head = block;
-    bin->tally--;
+    bin->tally -= TES_BIN_ROOM_ONE;
     return;
   }
   /* Bin full or off. A block freed twice in a row is the bin's head or the
@@ -195,6 +196,13 @@ TES_INLINE void tes_free_owned_to(tes_page_t *const *pagep, tes_block_t *block, 
    * it again). The read is paid only by a page's first free since its list
    * was last taken; with a block of the list there, the bin's pop reaches
    * that block, finds no mark, and reports (TES_BIN_POP_OR_RETURN). */
+  /* Room zero with pops counted: the room may have run out with the bin
+   * not full (internal.h, TES_BIN_POP); a full bin's first free after its
+   * fold counts no pops. A tail call (as above). */
+  if (bin->tally >= TES_BIN_POPS_ONE) {
+    tes_bin_room_out(*pagep, bin, block);
+    return;
+  }
   tes_page_t *page = *pagep;
   tes_block_t *local = page->local_free;
   if (tes_unlikely(block == bin->head || local == block)) {

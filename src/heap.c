@@ -129,8 +129,8 @@ static void bins_set_limits(tes_heap_t *heap) {
 #else
     tes_bin_t *bin = &heap->bins[c];
     bin->limit = bin_limit(c);
-    bin->most = bin_blocks(c, TES_BIN_ROOM_MASK, TES_BIN_GROWN_KIB);
-    bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | bin->limit;
+    bin->most = bin_blocks(c, TES_BIN_GROWN_BLOCKS, TES_BIN_GROWN_KIB);
+    bin->tally = TES_BIN_TALLY(bin->limit); /* the bins are empty, the pops folded */
 #endif
   }
 }
@@ -147,21 +147,25 @@ static void bins_set_limits(tes_heap_t *heap) {
  * FetchFromCentralCache; fit_large_range: a round's 50 frees of 32 B-64 KiB
  * blocks overflowed the medium bins of 2-25, and its mallocs popped blocks
  * freed long before from the pages). So the bin doubles, up to 1 MiB
- * worth (the hardened bins' budget) and the room byte's 255 blocks (halved
- * for the eighths), the heap's bins by TES_BIN_GROWN_MAX bytes in all, until
+ * worth (the hardened bins' budget) and TES_BIN_GROWN_BLOCKS (halved for
+ * the eighths; 255 until the twenty-second session, which left
+ * bench_batch's rounds of about 1,250 blocks a class half in the bin and
+ * half on pages that retired and were carved again), the heap's bins by TES_BIN_GROWN_MAX bytes in all, until
  * the next flush sets the limits back (bins_flush, once per purge delay).
  * All bins full at once then hold at most 6.4 + 8 MiB (PERFORMANCE.md,
  * twenty-first session: 4 MiB left fit-large at 0.78 of the time before,
  * 8 MiB 0.68, no bound 0.65). The bin is empty: its room is its limit,
  * before and after. */
+static void bin_fold_one(tes_heap_t *heap, unsigned c, bool dropped);
 static TES_NOINLINE void bin_grow(tes_heap_t *heap, tes_bin_t *bin, unsigned c) {
   uint32_t limit = bin->limit * 2 < bin->most ? bin->limit * 2 : bin->most;
   size_t size = tes_class_size(c), left = TES_BIN_GROWN_MAX - heap->bins_grown;
   if ((limit - bin->limit) * size > left) limit = bin->limit + (uint32_t)(left / size);
   if (limit == bin->limit) return;
+  bin_fold_one(heap, c, false); /* the pops counted: the room below is the whole limit */
   heap->bins_grown += (limit - bin->limit) * size;
   bin->limit = limit; /* first: a racy reader (tes_bin_held) sees room <= limit */
-  bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | limit;
+  bin->tally = TES_BIN_TALLY(limit);
 }
 #endif
 
@@ -193,13 +197,22 @@ static void bins_fold(tes_heap_t *heap, bool dropped) {
     heap->counters.class_local_frees[c] += bin->pops + (dropped ? bin->count : 0);
     bin->pops = 0;
 #else
-    tes_bin_t *bin = &heap->bins[c];
-    heap->counters.class_allocs[c] += tes_bin_pops(bin);
-    heap->counters.class_local_frees[c] += tes_bin_pops(bin) + (dropped ? tes_bin_held(bin) : 0);
-    bin->tally &= TES_BIN_ROOM_MASK;
+    bin_fold_one(heap, c, dropped);
 #endif
   }
 }
+
+#if !TES_SECURE
+/* One bin's pops into the heap's counters; its room is then limit - held
+ * (internal.h, TES_BIN_POP). */
+static __attribute__((cold)) void bin_fold_one(tes_heap_t *heap, unsigned c, bool dropped) {
+  tes_bin_t *bin = &heap->bins[c];
+  uint32_t held = tes_bin_held(bin);
+  heap->counters.class_allocs[c] += tes_bin_pops(bin);
+  heap->counters.class_local_frees[c] += tes_bin_pops(bin) + (dropped ? held : 0);
+  bin->tally = TES_BIN_TALLY(bin->limit - held);
+}
+#endif
 
 #if TES_SECURE
 /* Every block of one hardened bin back to its page (which may
@@ -218,7 +231,7 @@ void *tes_sbin_damaged(tes_heap_t *heap, tes_page_t *page, tes_block_t *block, s
 }
 #endif
 
-void tes_bin_refuse(tes_bin_t *bin) {
+__attribute__((cold)) void tes_bin_refuse(tes_bin_t *bin) {
   tes_block_t *block = bin->head;
   /* The head came from our own free, or from the link of a block whose
    * mark was intact: look its page up only if a segment of ours holds it. */
@@ -228,7 +241,10 @@ void tes_bin_refuse(tes_bin_t *bin) {
    * pages keep counting them, a leak), because the link that reaches past
    * this block is the program's data. */
   bin->head = TES_BIN_END;
-  bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | bin->limit;
+  /* Empty: held 0 with the pops kept (internal.h, TES_BIN_POP). */
+  tes_bin_set_room(bin, 0);
+  uint32_t drift = bin->limit - tes_bin_held(bin); /* with no room: at most the limit */
+  tes_bin_set_room(bin, bin->limit - drift);
 }
 
 void *tes_bin_refuse_malloc(tes_heap_t *heap, tes_bin_t *bin, size_t size) {
@@ -250,7 +266,7 @@ static void bin_flush_to(tes_bin_t *bin, uint32_t keep) {
     }
     bin->head = b->next;
     *tes_bin_mark(b) = 0;
-    bin->tally++;
+    bin->tally += TES_BIN_ROOM_ONE;
     tes_free_local_block(tes_page_of(tes_segment_of(b), b), b);
   }
 }
@@ -278,7 +294,7 @@ static void bin_flush(tes_bin_t *bin) {
  * less those found here. At most 64 blocks (the bins' limit); the walk
  * stops, reported, at a block without the mark, as bin_flush's does (met
  * twice: the walk clears each mark it passes). */
-static void bin_park(tes_bin_t *bin, uint32_t limit) {
+static __attribute__((cold)) void bin_park(tes_bin_t *bin, uint32_t limit) {
   /* Most often every block's page has more live blocks than the bin holds
    * (larson: 98% of the blocks kept): then the bin stays as it is, after a
    * walk that writes nothing (bench_larson --scale 0.1 --threads 4 under
@@ -295,7 +311,7 @@ static void bin_park(tes_bin_t *bin, uint32_t limit) {
     if (i == held) return;
   }
   enum { MOST = 64 };
-  /* A grown bin (bin_grow) may hold up to 255: those past MOST go back to
+  /* A grown bin (bin_grow) may hold up to TES_BIN_GROWN_BLOCKS: those past MOST go back to
    * their pages first, or the walk below would leave them off every list
    * (a leak, their pages never empty). */
   bin_flush_to(bin, MOST);
@@ -331,7 +347,7 @@ static void bin_park(tes_bin_t *bin, uint32_t limit) {
   }
   bin->head = head;
   bin->limit = limit;
-  bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | (limit - kept);
+  bin->tally = TES_BIN_TALLY(limit - kept); /* the pops folded (bins_park) */
   if (tes_unlikely(any))
     for (uint32_t i = 0; i < n; i++)
       if (flush[i] || n > limit) tes_free_local_block(pages[i], blocks[i]);
@@ -1076,6 +1092,43 @@ TES_INLINE void heap_deferred(tes_heap_t *heap) {
   /* Last: it may allocate (pthread_create), re-entering this path. */
   if (tes_unlikely(tes_opt(TES_OPTION_PURGE_THREAD))) tes_purge_thread_start();
 }
+
+#if !TES_SECURE
+/* A free found bin's room at zero with pops counted (alloc_inline.h,
+ * tes_free_owned_to): the bin is not full, its room ran out (internal.h,
+ * TES_BIN_POP: about once in 256 pops a block of room, so in a loop of one
+ * block's pairs and a bin of 64, once in 16,000 pairs). The pops go to the
+ * heap's counters and the room is limit - held again; while bins are
+ * grown, the clock is read and, once per purge delay, this runs the work a malloc slow path would (the bins' flush, the queue sweep,
+ * the purges), which a loop whose blocks all fit its bins never reaches
+ * (PERFORMANCE.md, twenty-second session). Then the block goes into the
+ * bin, as the fast path's push, or to its page when the bin is full. */
+__attribute__((cold)) void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, tes_block_t *block) {
+  tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
+  if (tes_unlikely(bin < heap->bins || bin >= heap->bins + TES_CLASS_COUNT)) { /* not a heap's bin: counts no pops */
+    tes_page_push_local(page, block);
+    return;
+  }
+  bin_fold_one(heap, (unsigned)(bin - heap->bins), false); /* the room is limit - held: zero when full */
+  /* Only with bins grown past their limits (bin_grow): a loop of 64
+   * blocks or fewer a class fit its bins before as well, and the clock and
+   * the work once per purge delay, under callgrind, were 0.08-0.2
+   * instructions a pair in fastpath.sh's ping-pong (budget 44.0, at 44.0). */
+  int64_t now = heap->bins_grown != 0 ? tes_os_clock_ms() : INT64_MIN;
+  if (now >= heap->bins_due) {
+    bins_flush(heap);
+    heap->bins_due = now + tes_purge_delay(now);
+    purge_due_at(heap, now);
+    heap_deferred_eighth(heap);
+  }
+  /* The free again, from the top (a few instructions more, once in about
+   * 256 pops a unit of room; an inlined tes_free_owned_to took the library
+   * past lib.fixed_cost_sizes' 17 pages): the fast path's push, or (full,
+   * bins off since) its page's way. The pops are folded, so it does not
+   * come back here. */
+  tes_free_slow(block);
+}
+#endif
 
 /* ---- retire / full / unfull ---------------------------------------------------- */
 void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page) {

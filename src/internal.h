@@ -285,14 +285,15 @@ typedef struct tes_counters_s {
  * pins at most `limit` blocks (256 KiB worth, heap.c's bin_limit; up to 1
  * MiB worth while grown, bin_grow); the bins
  * go back to their pages on collect, trim, heap detach, thread exit and,
- * once per purge delay, on a malloc slow path. The room left is the low
- * byte of `tally`, so the free fast path tests one byte. */
+ * once per purge delay, on a malloc slow path or a free whose room ran
+ * out (tes_bin_room_out). The room left is 16 bits of `tally`, which the
+ * free fast path tests alone. */
 typedef struct tes_bin_s {
   tes_block_t *head;
-  /* Pops above TES_BIN_ROOM_BITS, room (pushes left) below: a pop adds
-   * TES_BIN_POP, one instruction for both counts. */
+  /* Pops, room (pushes left) and drift: a pop adds TES_BIN_POP, one
+   * instruction for all (below, TES_BIN_ROOM_BITS). */
   uint64_t tally;
-  uint32_t limit;              /* room when empty (at most 64, 255 grown: heap.c, bin_grow) */
+  uint32_t limit;              /* room when empty (at most 64, TES_BIN_GROWN_BLOCKS grown: heap.c, bin_grow) */
   uint32_t most;               /* default build: what bin_grow may raise limit to (set with it) */
 } tes_bin_t;
 static_assert(sizeof(tes_bin_t) == 24, "a bin is three words");
@@ -326,17 +327,64 @@ static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted b
  * (tes_sbin_of; the struct held one for every class before, 12 KiB of
  * bins never used, written at every heap setup). */
 #endif
-#define TES_BIN_ROOM_BITS 8
-#define TES_BIN_ROOM_MASK (((uint64_t)1 << TES_BIN_ROOM_BITS) - 1)
-#define TES_BIN_POP (((uint64_t)1 << TES_BIN_ROOM_BITS) + 1)
+/* tally, from the low bits: a drift byte, the room (pushes left, 16
+ * bits, which the free fast path tests alone, at byte 1), the pops since
+ * the last fold (heap.c, bin_fold_one). A push subtracts TES_BIN_ROOM_ONE;
+ * a pop adds TES_BIN_POP, one instruction for all three: a pop, a push's
+ * room back, and 1 off the drift byte (255 after a fold), which borrows 1
+ * of that room back once in 256 pops (the 256th after a fold, the 512th,
+ * ...; with the first, a full bin's pop gave no room back and every free
+ * of a pop-free alternation at a full bin called out). So the
+ * room runs out by itself, held or not: after about 256 pops a block of
+ * room that was free, also in a loop whose blocks all fit its bins, which
+ * takes no malloc slow path. The free that finds the room at zero with
+ * pops counted (the bin not full) calls tes_bin_room_out (heap.c): the pops
+ * go to the heap's counters, the room is limit - held again and, once per
+ * purge delay, the heap's deferred work runs (the bins' flush, the queue
+ * sweep, the purges: lib.api_idle_class_rss and
+ * security.default_remote_emptied_rss with bins past 255 blocks). Until
+ * the twenty-second session the room was the low byte and a pop added 1
+ * to it, exactly: a loop that fit its bins never ran out. held = limit -
+ * room - drift, drift = pops / 256. */
+#define TES_BIN_DRIFT_BITS 8
+#define TES_BIN_ROOM_BITS 16
+#define TES_BIN_ROOM_ONE ((uint64_t)1 << TES_BIN_DRIFT_BITS)
+#define TES_BIN_ROOM_MASK ((((uint64_t)1 << TES_BIN_ROOM_BITS) - 1) << TES_BIN_DRIFT_BITS)
+#define TES_BIN_POPS_SHIFT (TES_BIN_DRIFT_BITS + TES_BIN_ROOM_BITS)
+#define TES_BIN_POP (((uint64_t)1 << TES_BIN_POPS_SHIFT) + TES_BIN_ROOM_ONE - 1)
+#define TES_BIN_POPS_ONE ((uint64_t)1 << TES_BIN_POPS_SHIFT)
+/* A bin's tally with `room` and no pops since its fold (the drift byte full). */
+#define TES_BIN_TALLY(room) (((uint64_t)(room) << TES_BIN_DRIFT_BITS) | (TES_BIN_ROOM_ONE - 1))
+/* The room as the free fast path reads it, alone (alloc_inline.h). */
+typedef uint16_t __attribute__((may_alias, aligned(1))) tes_bin_room_t; /* at byte 1 */
+static_assert(sizeof(tes_bin_room_t) * 8 == TES_BIN_ROOM_BITS && TES_BIN_DRIFT_BITS == 8,
+              "the fast path reads the whole room, at byte 1");
+/* The most blocks a grown bin may hold (heap.c, bin_grow; halved for the
+ * eighths), besides its 1 MiB worth. 255 until the twenty-second session
+ * (the room was a byte): a program that frees, then allocates, more than
+ * that of a small class at a time (bench_batch: about 1,250 blocks of each
+ * of 16 classes) had its bins keep each round's first frees, the coldest,
+ * and its pages the rest, which emptied, retired and were carved again
+ * (PERFORMANCE.md, twenty-second session). */
+#define TES_BIN_GROWN_BLOCKS 4096
+static_assert(TES_BIN_GROWN_BLOCKS < ((uint64_t)1 << TES_BIN_ROOM_BITS), "a grown bin's room fits");
+static inline uint32_t tes_bin_room(const tes_bin_t *bin) {
+  return (uint32_t)((bin->tally & TES_BIN_ROOM_MASK) >> TES_BIN_DRIFT_BITS);
+}
+static inline uint64_t tes_bin_pops(const tes_bin_t *bin) { return bin->tally >> TES_BIN_POPS_SHIFT; }
 static inline uint32_t tes_bin_held(const tes_bin_t *bin) {
   /* A walk of another thread's heap (stats) may read a limit that its
    * owner changes at that moment (bin_grow, bins_set_limits): never a
    * count below zero. */
-  uint32_t limit = bin->limit, room = (uint32_t)(bin->tally & TES_BIN_ROOM_MASK);
-  return room < limit ? limit - room : 0;
+  uint64_t tally = bin->tally, pops = tally >> TES_BIN_POPS_SHIFT;
+  uint64_t used = ((tally & TES_BIN_ROOM_MASK) >> TES_BIN_DRIFT_BITS) + (pops >> TES_BIN_DRIFT_BITS);
+  uint32_t limit = bin->limit;
+  return used < limit ? limit - (uint32_t)used : 0;
 }
-static inline uint64_t tes_bin_pops(const tes_bin_t *bin) { return bin->tally >> TES_BIN_ROOM_BITS; }
+/* The room set, pops and drift kept (their caller folded them, or must keep them). */
+static inline void tes_bin_set_room(tes_bin_t *bin, uint32_t room) {
+  bin->tally = (bin->tally & ~TES_BIN_ROOM_MASK) | ((uint64_t)room << TES_BIN_DRIFT_BITS);
+}
 extern tes_bin_t tes_bin_closed; /* room 0: pages no bin may take blocks of */
 /* The head of every empty bin, never handed out: its mark (1) is no bin's
  * address, so the pop's one test of the head's mark also finds the bin
@@ -356,6 +404,9 @@ static inline uintptr_t tes_delayed_mark(const tes_page_t *page) { return (uintp
 /* free.c: an owner's free of a medium block that carries its full bin's
  * mark: a double free if the bin holds it (reported), else freed as usual. */
 void tes_free_owned_checked(tes_page_t *page, tes_bin_t *bin, tes_block_t *block);
+/* A free found the bin's room at zero with pops counted since its last
+ * fold (the bin not full, or not known to be: heap.c). */
+void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, tes_block_t *block);
 /* heap.c: the bin's head lacks its mark (a double free; see
  * TES_BIN_POP_OR_RETURN): reported, and the bin emptied without following
  * its links. tes_bin_refuse_malloc then serves the malloc of `size` that

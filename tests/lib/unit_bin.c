@@ -191,7 +191,54 @@ int main(void) {
   CHECK(kbin->limit == 64 && tes_bin_held(kbin) == 0, "after collect: limit %u, holds %u (want 64, 0)", kbin->limit,
         tes_bin_held(kbin));
 
-  /* Growth is bounded: 1 MiB worth a class (and 255 blocks), 8 MiB added
+  /* A small class grows past 255 blocks (the room was a byte until the
+   * twenty-second session): rounds of 1,000 blocks of 64 B freed, then
+   * allocated again (bench_batch's shape) end with every block of the
+   * round in the bin, the block freed last coming back first; with 255 at
+   * most, the bin kept the round's first 255 frees and the pages the rest. */
+  tes_collect(false);
+  tes_bin_t *sbin = bin_of(heap, 64);
+  enum { SMALL_ROUND = 1000 };
+  static void *sb[SMALL_ROUND];
+  for (int i = 0; i < SMALL_ROUND; i++) sb[i] = tes_malloc(64);
+  for (int round = 0; round < 30 && (round < 6 || sbin->limit < SMALL_ROUND); round++) {
+    for (int i = 0; i < SMALL_ROUND; i++) tes_free(sb[i]);
+    for (int i = 0; i < SMALL_ROUND; i++) sb[i] = tes_malloc(64);
+  }
+  for (int i = 0; i < SMALL_ROUND; i++) tes_free(sb[i]);
+  CHECK(sbin->limit >= SMALL_ROUND && tes_bin_held(sbin) == SMALL_ROUND,
+        "64 B bin after the rounds: limit %u, holds %u (want >= %d, %d)", sbin->limit, tes_bin_held(sbin), SMALL_ROUND,
+        SMALL_ROUND);
+  void *sback = tes_malloc(64);
+  CHECK(sback == sb[SMALL_ROUND - 1], "the first malloc got %p, not the block freed last %p", sback,
+        sb[SMALL_ROUND - 1]);
+  tes_free(sback);
+
+  /* A loop whose blocks all fit its bin takes no malloc slow path, where
+   * the bins' flush, the queue sweep and the purges wait (once per purge
+   * delay): the bin's room still runs out by itself, about one block of it
+   * in 256 pops (internal.h, TES_BIN_POP), and the free that finds it at
+   * zero runs that work when it is due (heap.c, tes_bin_room_out). Here it
+   * is due at once: 100,000 pairs of one block of 64 B beside the grown
+   * bin's round run it, with no slow path (a bin not grown, as before, runs
+   * nothing: a loop of 64 blocks or fewer fit it before too). Until the
+   * twenty-second session a pop gave its room back exactly and the flush
+   * never came (bins_due stayed 0). */
+  void *pp = tes_malloc(64);
+  tes_free(pp);
+  uint64_t slow0 = heap->counters.slow_allocs;
+  heap->bins_due = 0;
+  for (int i = 0; i < 100000; i++) {
+    pp = tes_malloc(64);
+    tes_free(pp);
+  }
+  CHECK(heap->counters.slow_allocs == slow0, "the pairs took %llu slow paths (want 0)",
+        (unsigned long long)(heap->counters.slow_allocs - slow0));
+  CHECK(heap->bins_due > 0, "the bins' flush, due, did not run in 100,000 pairs that fit the bin");
+  CHECK(bin_of(heap, 64)->head == (tes_block_t *)pp, "after the pairs: the bin's head is not the block freed last");
+  tes_collect(false);
+
+  /* Growth is bounded: 1 MiB worth a class (and TES_BIN_GROWN_BLOCKS), 8 MiB added
    * to the heap's bins in all until the next flush. Rounds of every medium
    * class (10-128 KiB), 1 MiB of blocks each freed then allocated again,
    * would grow them by 12 MiB; a long purge delay keeps the timed flush
@@ -214,7 +261,8 @@ int main(void) {
   size_t grown_all = 0, big = 0;
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     grown_all += (size_t)heap->bins[c].limit * tes_class_size(c);
-    CHECK(heap->bins[c].limit <= 255 && (size_t)heap->bins[c].limit * tes_class_size(c) <= ((size_t)1 << 20),
+    CHECK(heap->bins[c].limit <= TES_BIN_GROWN_BLOCKS &&
+              (size_t)heap->bins[c].limit * tes_class_size(c) <= ((size_t)1 << 20),
           "class %u: bin limit %u", c, heap->bins[c].limit);
     if (c >= TES_MEDIUM_CLASS_FIRST && (size_t)heap->bins[c].limit * tes_class_size(c) > ((size_t)512 << 10)) big++;
   }

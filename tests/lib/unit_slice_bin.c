@@ -44,8 +44,8 @@ static void check_free_to_bin(void *p, const char *when) {
   tes_page_t *page = tes_tls_slices->entry[slot].page;
   tes_bin_t *bin = page->bin;
   CHECK(bin != &tes_bin_closed, "%s: a page in use names the closed bin", when);
-  /* A full bin (room byte 0) sends the block to its page: make room. */
-  void *room = *(const uint8_t *)&bin->tally == 0 ? malloc(page->block_size) : NULL;
+  /* A full bin (room 0) sends the block to its page: make room. */
+  void *room = tes_bin_room(bin) == 0 ? malloc(page->block_size) : NULL;
   free(p);
   CHECK(bin->head == (tes_block_t *)p, "%s: the block did not go to its page's bin", when);
   free(room);
