@@ -241,10 +241,10 @@ __attribute__((cold)) void tes_bin_refuse(tes_bin_t *bin) {
    * pages keep counting them, a leak), because the link that reaches past
    * this block is the program's data. */
   bin->head = TES_BIN_END;
-  /* Empty: held 0 with the pops kept (internal.h, TES_BIN_POP). */
-  tes_bin_set_room(bin, 0);
-  uint32_t drift = bin->limit - tes_bin_held(bin); /* with no room: at most the limit */
-  tes_bin_set_room(bin, bin->limit - drift);
+  /* Empty: held 0 with the pops kept (internal.h, TES_BIN_POP), so the
+   * room is what the drift has not borrowed. */
+  uint64_t drift = tes_bin_drift_of(bin->tally);
+  tes_bin_set_room(bin, drift < bin->limit ? bin->limit - (uint32_t)drift : 0);
 }
 
 void *tes_bin_refuse_malloc(tes_heap_t *heap, tes_bin_t *bin, size_t size) {

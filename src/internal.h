@@ -372,12 +372,14 @@ static inline uint32_t tes_bin_room(const tes_bin_t *bin) {
   return (uint32_t)((bin->tally & TES_BIN_ROOM_MASK) >> TES_BIN_DRIFT_BITS);
 }
 static inline uint64_t tes_bin_pops(const tes_bin_t *bin) { return bin->tally >> TES_BIN_POPS_SHIFT; }
+/* The room the drift byte has borrowed since the last fold: one a 256 pops. */
+static inline uint64_t tes_bin_drift_of(uint64_t tally) { return (tally >> TES_BIN_POPS_SHIFT) >> TES_BIN_DRIFT_BITS; }
 static inline uint32_t tes_bin_held(const tes_bin_t *bin) {
   /* A walk of another thread's heap (stats) may read a limit that its
    * owner changes at that moment (bin_grow, bins_set_limits): never a
    * count below zero. */
-  uint64_t tally = bin->tally, pops = tally >> TES_BIN_POPS_SHIFT;
-  uint64_t used = ((tally & TES_BIN_ROOM_MASK) >> TES_BIN_DRIFT_BITS) + (pops >> TES_BIN_DRIFT_BITS);
+  uint64_t tally = bin->tally;
+  uint64_t used = ((tally & TES_BIN_ROOM_MASK) >> TES_BIN_DRIFT_BITS) + tes_bin_drift_of(tally);
   uint32_t limit = bin->limit;
   return used < limit ? limit - (uint32_t)used : 0;
 }
