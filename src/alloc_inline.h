@@ -196,10 +196,14 @@ TES_INLINE void tes_free_owned_to(tes_page_t *const *pagep, tes_block_t *block, 
    * it again). The read is paid only by a page's first free since its list
    * was last taken; with a block of the list there, the bin's pop reaches
    * that block, finds no mark, and reports (TES_BIN_POP_OR_RETURN). */
-  /* Room zero with pops counted: the room may have run out with the bin
-   * not full (internal.h, TES_BIN_POP); a full bin's first free after its
-   * fold counts no pops. A tail call (as above). */
-  if (bin->tally >= TES_BIN_POPS_ONE) {
+  /* Room zero with room borrowed by the drift (256 pops or more since the
+   * fold): the room may have run out with the bin not full (internal.h,
+   * TES_BIN_POP). With fewer pops nothing is borrowed and room zero is a
+   * full bin: its page's way below, no fold. (Until the twenty-third
+   * session any pop sent the free out, and a bin hovering at its limit, a
+   * pop, two frees, called out at every second free: 10% of the 64-bit
+   * traces' frees, 5% of their instructions.) A tail call (as above). */
+  if (tes_bin_drift_of(bin->tally) != 0) {
     tes_bin_room_out(*pagep, bin, block);
     return;
   }

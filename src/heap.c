@@ -1094,8 +1094,9 @@ TES_INLINE void heap_deferred(tes_heap_t *heap) {
 }
 
 #if !TES_SECURE
-/* A free found bin's room at zero with pops counted (alloc_inline.h,
- * tes_free_owned_to): the bin is not full, its room ran out (internal.h,
+/* A free found bin's room at zero with room borrowed by the drift, 256
+ * pops or more counted (alloc_inline.h, tes_free_owned_to): the bin may
+ * not be full, its room ran out (internal.h,
  * TES_BIN_POP: about once in 256 pops a block of room, so in a loop of one
  * block's pairs and a bin of 64, once in 16,000 pairs). The pops go to the
  * heap's counters and the room is limit - held again; while bins are

@@ -338,7 +338,9 @@ static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted b
  * room runs out by itself, held or not: after about 256 pops a block of
  * room that was free, also in a loop whose blocks all fit its bins, which
  * takes no malloc slow path. The free that finds the room at zero with
- * pops counted (the bin not full) calls tes_bin_room_out (heap.c): the pops
+ * room borrowed (256 pops or more counted: the bin may not be full; with
+ * fewer, room zero is a full bin, and the block goes to its page) calls
+ * tes_bin_room_out (heap.c): the pops
  * go to the heap's counters, the room is limit - held again and, once per
  * purge delay, the heap's deferred work runs (the bins' flush, the queue
  * sweep, the purges: lib.api_idle_class_rss and
