@@ -67,6 +67,14 @@ void tes_collect(bool force);
  * any thread, or, with TESSERA_PURGE_THREAD=1, by a background thread even
  * when the program stops calling the allocator. */
 long tes_purge_delay_current(void);
+/* When the next freed memory goes back: ms until the earliest purge still
+ * waiting (retired pages of any heap, the segment cache, the unused tails
+ * of large blocks), 0 when one is due now (the next slow path or
+ * tes_collect(false) runs it), -1 when nothing freed waits to go back. A
+ * program (or a test) that wants its freed memory returned can call
+ * tes_collect(false) until this is -1, without guessing how long the delay
+ * and the load make it take. */
+long tes_purge_pending_ms(void);
 
 /* ---- Statistics ---------------------------------------------------------- */
 /* Counters are kept per thread and merged on demand by tes_stats_get, so

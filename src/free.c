@@ -123,7 +123,7 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
 /* A page in use whose block area p lies in (its segment found p's); the
  * page part of every ownership check below. */
 static inline bool page_holds(const tes_page_t *page, const void *p) {
-  return page->in_use && (const uint8_t *)p >= page->area;
+  return tes_page_in_use_any_thread(page) && (const uint8_t *)p >= page->area;
 }
 
 /* The segment owning p if p is a live block start we can free; else NULL
@@ -147,7 +147,7 @@ tes_segment_t *tes_owned_segment(const void *p, bool report) {
   tes_page_t *page = tes_page_of(seg, p);
   if (tes_segment_of(p) != seg || !page_holds(page, p)) {
     if (report) {
-      if (page->in_use) tes_report_error(TES_ERR_INVALID_FREE, p, page);
+      if (tes_page_in_use_any_thread(page)) tes_report_error(TES_ERR_INVALID_FREE, p, page);
       else tes_report_unowned(p);
     }
     return NULL;
@@ -370,12 +370,13 @@ void tes_report_unowned(const void *p) {
     if (seg != NULL && seg->kind != TES_SEG_LARGE) {
       const tes_page_t *page = tes_page_of(seg, p);
       size_t offset = (size_t)((const uint8_t *)p - page->area);
-      if (page->in_use || page->block_size == 0 || (const uint8_t *)p < page->area || offset % page->block_size != 0) {
+      bool in_use = tes_page_in_use_any_thread(page);
+      if (in_use || page->block_size == 0 || (const uint8_t *)p < page->area || offset % page->block_size != 0) {
         /* A page that holds no block now, of a segment released since and
          * taken again (a heap that took a segment of the other kind first
          * freed its emptied ones, growth_trim, and took one back at once):
          * a block of the segment's last life, freed again. */
-        if (!page->in_use && tes_segment_released_before(p)) goto released;
+        if (!in_use && tes_segment_released_before(p)) goto released;
         tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
         return;
       }

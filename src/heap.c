@@ -866,7 +866,7 @@ static void kept_retire_all(tes_heap_t *heap) {
       queue_unlink(&heap->kept[c], page);
       page->kept_empty = 0;
       tes_heap_fold_page(heap, page, false);
-      page->in_use = 0;
+      tes_page_in_use_set(page, 0);
       page->in_full = 0;
       tes_segment_page_free(heap, page); /* may free the segment */
     }
@@ -1151,7 +1151,7 @@ __attribute__((cold)) void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, te
 void tes_heap_page_retire(tes_heap_t *heap, tes_page_t *page) {
   tes_heap_queue_remove(heap, page);
   tes_heap_fold_page(heap, page, false);
-  page->in_use = 0;
+  tes_page_in_use_set(page, 0);
   page->in_full = 0;
   page_release(heap, page);
 }
@@ -1222,7 +1222,7 @@ TES_INLINE bool page_to_full(tes_heap_t *heap, tes_page_t *page) {
 /* tes_heap_page_unfull of a page whose one block came back: out of line,
  * so that the common case saves no registers. */
 static TES_NOINLINE void page_unfull_empty(tes_heap_t *heap, tes_page_t *page) {
-  page->in_use = 0;
+  tes_page_in_use_set(page, 0);
   tes_heap_fold_page(heap, page, false);
   page_release(heap, page);
 }
@@ -1253,7 +1253,7 @@ static bool delayed_link_ok(const tes_heap_t *heap, const tes_block_t *block, co
   if (next == block || !tes_maybe_small_block(next)) return false; /* a self-link (node->next = node) is a cycle */
   tes_page_t *page = tes_page_of(tes_segment_of(next), next);
   size_t index;
-  return page->in_use && atomic_load_explicit(&page->heap, memory_order_relaxed) == heap &&
+  return tes_page_in_use_any_thread(page) && atomic_load_explicit(&page->heap, memory_order_relaxed) == heap &&
          tes_secure_block_index(page, next, &index) && index < page->capacity;
 }
 #endif
@@ -1700,7 +1700,7 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
     page->kept_empty = 0; /* counted by the heap it came from */
     if (tes_page_take_if_empty(page)) {
       bool last = seg->used_pages == 1;
-      page->in_use = 0;
+      tes_page_in_use_set(page, 0);
       tes_heap_fold_page(heap, page, false);
       page_release(heap, page); /* may free the segment */
       if (last) return;
@@ -1993,7 +1993,7 @@ void tes_heap_free_all(tes_heap_t *heap) {
     for (uint32_t i = 1; i < seg->page_count; i++) {
       tes_page_t *page = &seg->pages[i];
       if (!page->in_use) continue;
-      page->in_use = 0;
+      tes_page_in_use_set(page, 0);
       page->in_full = 0;
       page->pinned = 0;
       tes_page_set_bin(page, &tes_bin_closed);

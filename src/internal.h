@@ -214,6 +214,30 @@ TES_INLINE uint32_t tes_page_capacity_any_thread(const tes_page_t *page) {
   return __atomic_load_n(&page->capacity, __ATOMIC_RELAXED);
 }
 
+/* `in_use` likewise: the owner clears it when a page retires (at its last
+ * free, and at thread exit, adoption and heap destruction, the exit's
+ * collect among them) while another thread's free of a block of the page
+ * reads it (free.c, page_holds; tes_report_unowned; the hardened
+ * verdict), as a large block's free (large.c, under large_lock) clears
+ * its page's while a second free of the block reads it
+ * (tes_large_owned_block): only a second free does that (a page retires
+ * with no live block), but a program in continue mode goes on after the report, so
+ * the read must be defined (review22: ThreadSanitizer reported the clear
+ * in tes_heap_page_retire against page_holds;
+ * sanitize.lib_exit_double_free_race). Every write is a relaxed atomic
+ * store (tes_page_init's is a release: tes_heap_visit), every read that
+ * another thread may race a relaxed load: plain byte moves on x86-64. The
+ * owner's own reads of its pages stay plain. Relaxed is enough: nothing
+ * is published through the flag (tes_page_init's release is for
+ * tes_heap_visit's walk); a free that reads it racing a retire is a free
+ * of an already freed block, whichever value it reads, and only chooses
+ * the path to the report (the hardened build's tag exchange and verdict
+ * catch it on either). */
+#define tes_page_in_use_set(page, v) __atomic_store_n(&(page)->in_use, (uint8_t)(v), __ATOMIC_RELAXED)
+TES_INLINE bool tes_page_in_use_any_thread(const tes_page_t *page) {
+  return __atomic_load_n(&page->in_use, __ATOMIC_RELAXED) != 0;
+}
+
 /* ---- segment ------------------------------------------------------------- */
 struct tes_segment_s {
   _Atomic uintptr_t thread_id; /* owner thread's heap id; TES_TID_SHARED if none */

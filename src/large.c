@@ -992,7 +992,7 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
   page->area = (uint8_t *)seg + offset;
   page->block_size = usable;
   page->reserved = page->capacity = page->used = 1;
-  page->in_use = 1;
+  tes_page_in_use_set(page, 1);
   page->class_index = 0xff;
   atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
 #if TES_SECURE
@@ -1059,7 +1059,7 @@ void tes_large_free(tes_segment_t *seg) {
    * under this lock), a double free, not "invalid free" (two threads
    * freeing the block at once: 2 in 206,000 rounds named it so before). */
   freed_record_locked(page->area, page->block_size);
-  page->in_use = 0;
+  tes_page_in_use_set(page, 0);
   in_use_add_locked(-(int64_t)(page->block_size - TES_LARGE_PADDING), -1);
   list_remove_locked(seg);
   tes_unlock(&large_lock);
@@ -1070,7 +1070,8 @@ void tes_large_free(tes_segment_t *seg) {
 size_t tes_large_usable(const tes_segment_t *seg) { return seg->pages[0].block_size - TES_LARGE_PADDING; }
 
 bool tes_large_owned_block(const tes_segment_t *seg, const void *p) {
-  return seg->kind == TES_SEG_LARGE && seg->pages[0].in_use && (const uint8_t *)p == seg->pages[0].area;
+  return seg->kind == TES_SEG_LARGE && tes_page_in_use_any_thread(&seg->pages[0]) &&
+         (const uint8_t *)p == seg->pages[0].area;
 }
 
 /* A segment about to be remapped leaves the large list and the segment
@@ -1273,7 +1274,7 @@ void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
 #if TES_SECURE
     drop_moved_guard(drop);
 #endif
-    page->in_use = 0;
+    tes_page_in_use_set(page, 0);
     drop->used_pages = 0;
     large_segment_release(drop);
     drop = next;

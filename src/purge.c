@@ -95,6 +95,14 @@ static int64_t purge_round(int64_t now, bool purge) {
   return cache_next < next ? cache_next : next;
 }
 
+/* The public view of the same schedule (tessera.h): ms until the earliest
+ * purge still waiting, 0 when one is due now, -1 when nothing waits. */
+TES_API long tes_purge_pending_ms(void) {
+  int64_t now = tes_os_clock_ms(), next = purge_round(now, false);
+  if (next == INT64_MAX) return -1;
+  return next <= now ? 0 : (long)(next - now);
+}
+
 /* A process ends when its last thread does: a program whose main thread
  * leaves by pthread_exit (or a fork child whose only thread was not the
  * main one, which is how Python's test_threading found it) would live on

@@ -66,7 +66,7 @@ static void check_canary(const tes_page_t *page, const void *p, size_word_t stat
 
 bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
   size_t index;
-  if (!page->in_use) { /* a retired page still in the slice table */
+  if (!tes_page_in_use_any_thread(page)) { /* a retired page still in the slice table */
     tes_report_unowned(p);
     return false;
   }
@@ -200,7 +200,7 @@ bool tes_secure_check_free(tes_segment_t *seg, tes_page_t *page, void *p) {
       tes_report_error(TES_ERR_INVALID_FREE, p, NULL);
       return false;
     }
-    if (!page->in_use) { /* freed since tes_owned_segment looked: by another thread, at the same moment */
+    if (!tes_page_in_use_any_thread(page)) { /* freed since tes_owned_segment looked: by another thread, at the same moment */
       tes_report_unowned(p); /* in the ring of large frees (written before in_use cleared): a double free */
       return false;
     }

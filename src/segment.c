@@ -563,7 +563,7 @@ void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
   /* A kept page purged in place (tes_segment_purge_kept) retires clean:
    * not dirty, no purge to schedule. */
   bool purged = page->purged;
-  page->in_use = 0;
+  tes_page_in_use_set(page, 0);
   if (!purged) page->mem_zero = 0;
 #if TES_SECURE
   page->retired_capacity = page->capacity; /* its statistics are folded: what it carved, for retired_bytes */

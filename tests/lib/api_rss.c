@@ -14,9 +14,10 @@
  *   phases      10 rounds of a large-object phase (64 MiB in 1-4 MiB blocks)
  *               and a small-object phase (64 MiB in 16-512-byte blocks, 1 %
  *               of them surviving into the next round, like a server's
- *               long-lived objects), with twice the purge delay of ordinary
- *               activity after each phase: neither the peak (+8 MiB) nor
- *               the settled post-round RSS (+4 MiB) may grow after round 2.
+ *               long-lived objects), each phase settled (settle: ordinary
+ *               activity until no purge waits, tes_purge_pending_ms):
+ *               neither the peak (+8 MiB) nor the settled post-round RSS
+ *               (+4 MiB) may grow after round 2.
  *   thread_exit threads that allocate 64 MiB, free it (or hand it to main to
  *               free) and exit: the memory is reused, RSS does not add up.
  *   grow        one buffer at a time, written in full and freed, each 8 MiB
@@ -92,31 +93,42 @@ static long purge_delay_ms(long fallback) {
 }
 
 /* Let a phase's freed memory go back as the allocator would in a server
- * between phases: wait twice the purge delay while making ordinary calls
- * (a lazy purge runs on them). Without this the RSS sampled at the next
- * phase depends on whether the purge timer happened to expire first. */
-/* Wait past twice the purge delay while allocating a little: purges are due
- * work the allocator does on its slow paths, not on a timer. The last pass
- * of allocations starts after the deadline, so every purge is due by then
- * even when a loaded machine lets this thread sleep far past its 5 ms (the
- * old loop slept, saw the deadline passed and stopped without that pass).
- * The 2 MiB block is written in full: the last pass frees it fresh, so it is
- * always cached and resident when the round's RSS is read. Untouched, it was
- * resident only when it happened to reuse a large block's dirty memory, which
- * swung a round's end by 2 MiB with timing (CI failed on that: 67.2 MiB in
- * round 10 against a 66.7 limit, where round 10 usually reads 65.2). */
+ * between phases: without this the RSS sampled at the next phase depends on
+ * whether the purge timer happened to expire first.
+ *
+ * With libtessera the wait is on a condition, not on the clock: ordinary
+ * calls and tes_collect(false) (which purges only what is due: the delay
+ * still holds every page back) until tes_purge_pending_ms() says nothing
+ * freed waits to go back. The clock only bounds it: a library that does not
+ * purge (TESSERA_PURGE_DELAY_MS=3600000) gives up after SETTLE_MAX_S of
+ * activity, or at once when the next purge is due later than that, and
+ * fails the check. Before (twenty-third session), the loop waited twice the
+ * delay in effect and read RSS: a bin flush late in the wait retired pages
+ * whose purge fell due 4-24 ms after it (tes_bin_room_out flushes once per
+ * delay), and the round read 3.1 MiB more (69.2 against 66.1 once the
+ * purge ran; 71.2 against 67.1 + 4 failed under load 16-20). Elsewhere
+ * (glibc) it waits twice `fallback_ms` while allocating a little. */
+#pragma weak tes_purge_pending_ms
+#pragma weak tes_collect
+typedef long pending_fn(void);
+typedef void collect_fn(bool force);
+#define SETTLE_MAX_S 5.0
+
 static void settle(long fallback_ms) {
-  double begin = api_now_seconds();
+  pending_fn *pending = (pending_fn *)API_TESSERA_FN(tes_purge_pending_ms, "tes_purge_pending_ms");
+  collect_fn *collect = (collect_fn *)API_TESSERA_FN(tes_collect, "tes_collect");
+  active_clock_t active;
+  active_clock_start(&active);
   for (;;) {
-    /* The delay in effect can rise while we wait (this loop's own 2 MiB
-     * block is purged and retaken): the deadline follows it. */
-    double until = begin + (double)(2 * purge_delay_ms(fallback_ms) + 20) / 1000.0;
-    bool past_deadline = api_now_seconds() >= until;
     for (int i = 0; i < 100; i++) free(malloc(64));
-    char *big = malloc(2 << 20);
-    if (big) memset(big, 1, 2 << 20);
-    free(big);
-    if (past_deadline) break;
+    double spent = active_clock_tick(&active, 0.02);
+    if (pending != NULL && collect != NULL) {
+      collect(false);
+      long wait_ms = pending();
+      if (wait_ms < 0 || spent + (double)wait_ms / 1000.0 > SETTLE_MAX_S) break;
+    } else if (spent >= (double)(2 * fallback_ms + 20) / 1000.0) {
+      break;
+    }
     api_sleep_ms(5);
   }
 }

@@ -4,7 +4,8 @@
  * most 4 times the base); a retake long after, or after a forced purge,
  * changes nothing; a second without a premature retake halves it; with the
  * base at 0 nothing adapts. Then the same through the real paths: pages
- * purged and retaken by malloc, a cached large segment purged and retaken. */
+ * purged and retaken by malloc, a cached large segment purged and retaken;
+ * tes_purge_pending_ms before and after a purge. */
 #define _GNU_SOURCE
 #include "unit_common.h"
 
@@ -140,11 +141,31 @@ static void check_segment(void) {
   free(p);
 }
 
+/* tes_purge_pending_ms: -1 with nothing waiting; a freed large block's
+ * cached segment waits at most the delay in effect; 0 once that has
+ * passed; -1 again once tes_collect(false) has run the due purge
+ * (tests/lib/api_rss.c settles on it). */
+static void check_pending(void) {
+  tes_collect(true);
+  CHECK(tes_purge_pending_ms() == -1, "nothing freed, yet a purge waits %ld ms", tes_purge_pending_ms());
+  char *p = malloc(2 << 20);
+  REQUIRE(p != NULL, "malloc");
+  memset(p, 1, 2 << 20);
+  free(p);
+  long wait = tes_purge_pending_ms(), delay = tes_purge_delay_current();
+  CHECK(wait >= 0 && wait <= delay, "a cached segment: pending %ld ms, delay %ld", wait, delay);
+  sleep_ms(wait + 2);
+  CHECK(tes_purge_pending_ms() == 0, "past its due time: pending %ld ms", tes_purge_pending_ms());
+  tes_collect(false);
+  CHECK(tes_purge_pending_ms() == -1, "purged: pending %ld ms", tes_purge_pending_ms());
+}
+
 int main(void) {
   tes_process_init();
   tes_option_set(TES_OPTION_PURGE_DELAY_MS, BASE);
   check_pages();
   check_segment();
+  check_pending();
   check_rules(); /* last: it leaves the adaptive state dated in the future */
   return unit_finish("unit_purge");
 }
