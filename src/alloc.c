@@ -52,7 +52,7 @@ void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size) {
       page->used++;
       heap->counters.calloc_calls++;
       heap->counters.other_allocs++;
-      if (page->free_is_zero) block->next = NULL;
+      if (page->free_is_zero) tes_block_link_slot_in(page, block, TES_KIND_SMALL)->next = NULL;
       else memset(block, 0, total);
 #if TES_SECURE
       tes_secure_arm(page, block, total, true); /* after the zeroing: the canary follows the zeroed bytes */

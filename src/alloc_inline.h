@@ -53,8 +53,12 @@
  * or more: hand out one drawn at random from every slot but the top one
  * (the block freed last), the hole filled from the slot below the top, the
  * top moved down. The page comes from the address. The block must still
- * hold what free left there: the freed tag in its size word and its page's
- * encoded NULL in its first word; anything else was written after free (or
+ * hold what free left there: the freed tag in its size word, and in its
+ * link slot (its last 16 bytes: tes_block_link_slot_in) its first word as
+ * free read it, encoded with its page's keys (a write after free to
+ * either word changes one side; neither is forged without the keys; the
+ * first word is read, not written: a block never written keeps its first
+ * OS page untouched, twenty-third session); anything else was written after free (or
  * the block handed out twice): reported as a corrupted free list, never
  * handed out (tes_sbin_damaged: a tail call, so the fast path saves no
  * registers). */
@@ -72,9 +76,10 @@
       (bin)->pops++;                                                                    \
       tes_page_t *page_ = tes_page_of(tes_segment_of(b_), b_);                          \
       if (tes_unlikely(*tes_secure_size_word_in(page_, b_, false) < TES_FREED_TAG32_REMOTE || \
-                       (uintptr_t)b_->next != tes_link_encode(page_, 0)))               \
+                       (uintptr_t)tes_block_link_slot_in(page_, b_, TES_KIND_MEDIUM)->next !=        \
+                           tes_link_encode(page_, (uintptr_t)b_->next)))                    \
         return tes_sbin_damaged(heap, page_, b_, size);                                 \
-      tes_secure_arm(page_, b_, size, false);                                           \
+      tes_secure_arm(page_, b_, size, TES_KIND_MEDIUM);                                 \
       return b_;                                                                        \
     }                                                                                   \
   } while (0)
@@ -82,18 +87,19 @@
 
 /* Unlink the first block of page's free list (the caller checked that
  * there is one) and count it as used. */
-TES_INLINE tes_block_t *tes_page_take(tes_page_t *page) {
+TES_INLINE tes_block_t *tes_page_take_in(tes_page_t *page, unsigned kind) {
   tes_block_t *block = page->free;
-  page->free = tes_block_next_checked(page, block);
+  page->free = tes_block_next_checked_in(page, block, kind);
   page->used++;
   return block;
 }
+TES_INLINE tes_block_t *tes_page_take(tes_page_t *page) { return tes_page_take_in(page, TES_KIND_ANY); }
 
 /* A block handed out for `requested` bytes: in the hardened build, its
  * canary and recorded size (after any zeroing, which would wipe them).
  * small: the page is a small one (the direct table's), known at compile
  * time: the size word's place takes no compare. */
-TES_INLINE void tes_block_arm_in(const tes_page_t *page, void *block, size_t requested, bool small) {
+TES_INLINE void tes_block_arm_in(const tes_page_t *page, void *block, size_t requested, unsigned small) {
 #if TES_SECURE
   tes_secure_arm(page, block, requested, small);
 #else
@@ -105,11 +111,13 @@ TES_INLINE void tes_block_arm(const tes_page_t *page, void *block, size_t reques
 }
 
 /* The page's first free block for a request of `size` bytes, armed, or
- * NULL when it has none. small: as tes_block_arm_in. */
-TES_INLINE tes_block_t *tes_page_pop(tes_page_t *page, size_t size, bool small) {
+ * NULL when it has none. kind: TES_KIND_* (true: small), a constant where
+ * the caller knows it: the link's and the size word's places take no
+ * compare of the block size. */
+TES_INLINE tes_block_t *tes_page_pop(tes_page_t *page, size_t size, unsigned kind) {
   if (tes_unlikely(page->free == NULL)) return NULL;
-  tes_block_t *block = tes_page_take(page);
-  tes_block_arm_in(page, block, size, small);
+  tes_block_t *block = tes_page_take_in(page, kind);
+  tes_block_arm_in(page, block, size, kind);
   return block;
 }
 
@@ -120,7 +128,7 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
     TES_BIN_POP_OR_RETURN(heap, bin, size);
 #endif
     tes_page_t *page = heap->direct[(size + TES_PADDING + 15) >> 4];
-    tes_block_t *block = tes_page_pop(page, size, true);
+    tes_block_t *block = tes_page_pop(page, size, TES_KIND_SMALL);
     if (tes_likely(block != NULL)) return block;
 #if TES_SECURE
     return tes_heap_malloc_miss(size, heap, page); /* the page popped from: no second look-up there */
@@ -133,18 +141,31 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
 #if !TES_SECURE
     tes_bin_t *bin = &heap->bins[c];
     TES_BIN_POP_OR_RETURN(heap, bin, size);
+    tes_page_t *page = heap->queues[c].first;
+    if (tes_likely(page != NULL)) {
+      tes_block_t *block = tes_page_pop(page, size, TES_KIND_ANY);
+      if (tes_likely(block != NULL)) return block;
+    }
 #else
+    /* The kind known from the size: the pop finds the link (a medium
+     * block's is at its end: tes_block_link_slot_in) and the size word
+     * with no compare of the page's block size. */
+    tes_page_t *page;
     if (size > TES_SMALL_BLOCK_MAX - TES_PADDING) { /* the classes with bins: medium */
       tes_sbin_t *bin = tes_sbin_of(heap, c);
       TES_SBIN_POP_OR_RETURN(heap, bin, size);
+      page = heap->queues[c].first;
+      if (tes_likely(page != NULL)) {
+        tes_block_t *block = tes_page_pop(page, size, TES_KIND_MEDIUM);
+        if (tes_likely(block != NULL)) return block;
+      }
+    } else {
+      page = heap->queues[c].first;
+      if (tes_likely(page != NULL)) {
+        tes_block_t *block = tes_page_pop(page, size, TES_KIND_SMALL);
+        if (tes_likely(block != NULL)) return block;
+      }
     }
-#endif
-    tes_page_t *page = heap->queues[c].first;
-    if (tes_likely(page != NULL)) {
-      tes_block_t *block = tes_page_pop(page, size, false);
-      if (tes_likely(block != NULL)) return block;
-    }
-#if TES_SECURE
     return tes_heap_malloc_miss(size, heap, page);
 #endif
   }
@@ -267,6 +288,8 @@ TES_INLINE void tes_free_inline(void *p) {
       tes_secure_free_local(p, page); /* reports, frees unless it must not */
       return;
     }
+    tes_page_push_local_in(page, (tes_block_t *)p, TES_KIND_SMALL);
+    return;
   } else if (tes_likely(kind == TES_KIND_MEDIUM)) {
     page = slices->entry[slot].page;
     if (tes_unlikely(!tes_secure_free_quick_in(page, p, TES_KIND_MEDIUM))) {
@@ -274,22 +297,22 @@ TES_INLINE void tes_free_inline(void *p) {
       return;
     }
     /* A medium block: into its heap's bin of the class while it has room
-     * (the page is ours and in use: its heap is set), with the page's
-     * encoded NULL as its first word, which the pop checks (a write
-     * after free, as a link's check finds on a free list). */
+     * (the page is ours and in use: its heap is set), with its first word
+     * encoded with the page's keys in its link slot, which the pop checks
+     * (a write after free, as a link's check finds on a free list). */
     tes_sbin_t *bin = tes_sbin_of(atomic_load_explicit(&page->heap, memory_order_relaxed), page->class_index);
     uint32_t n = bin->count;
     if (tes_likely(n < bin->limit)) {
-      ((tes_block_t *)p)->next = (tes_block_t *)tes_link_encode(page, 0);
+      tes_block_link_slot_in(page, (tes_block_t *)p, TES_KIND_MEDIUM)->next =
+          (tes_block_t *)tes_link_encode(page, (uintptr_t)((tes_block_t *)p)->next);
       bin->slot[n] = (tes_block_t *)p;
       bin->count = n + 1;
       return;
     }
+    tes_page_push_local_in(page, (tes_block_t *)p, TES_KIND_MEDIUM);
   } else {
     tes_free_slow(p); /* NULL, foreign, remote, large, not in the table */
-    return;
   }
-  tes_free_owned(page, (tes_block_t *)p);
 #else
   size_t slot;
   if (tes_likely(tes_slice_hit(slices, p, &slot))) {

@@ -58,7 +58,7 @@ TES_RACY_SNAPSHOT static void mark_list(const tes_page_t *page, page_snap_t *sna
     if ((const uint8_t *)b < snap->area || offset % snap->block_size != 0 || offset / snap->block_size >= snap->count)
       return;
     mark_block(snap, offset / snap->block_size);
-    b = (const tes_block_t *)tes_link_decode(page, (uintptr_t)RACY_LOAD(b->next));
+    b = (const tes_block_t *)tes_link_decode(page, (uintptr_t)RACY_LOAD(tes_block_link_at(b, snap->block_size)->next));
   }
 }
 

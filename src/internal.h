@@ -608,12 +608,13 @@ TES_INLINE size_t tes_slice_slot(uintptr_t slice) { return slice & (TES_SLICE_SL
 /* What the caller knows of a small/medium page's kind (a constant where
  * it knows it: no compare of the block size with 8 KiB). The functions
  * below that take `bool small` take these too: true is TES_KIND_SMALL. */
-#define TES_KIND_ANY 0u
-#define TES_KIND_SMALL 1u
-#define TES_KIND_MEDIUM 2u
 #else
 #define TES_SLICE_MEDIUM ((uintptr_t)0)
 #endif
+/* (Both builds: the link helpers take them too; the default build ignores them.) */
+#define TES_KIND_ANY 0u
+#define TES_KIND_SMALL 1u
+#define TES_KIND_MEDIUM 2u
 /* The tag p's slice has in the table while it names the slice's page:
  * the slice number, with TES_SLICE_MEDIUM for a medium segment's. */
 TES_INLINE uintptr_t tes_slice_tag(uintptr_t slice, const tes_page_t *page) {
@@ -823,11 +824,54 @@ TES_INLINE tes_block_t *tes_delayed_decode(const tes_heap_t *heap, const tes_blo
 TES_INLINE tes_block_t *tes_delayed_encode(const tes_heap_t *heap, const tes_block_t *next) {
   return (tes_block_t *)tes_keyed_encode(heap->keys, (uintptr_t)next);
 }
+/* Where a free block's link is (page lists, the remote stack; the heap's
+ * delayed list keeps its own link in the first word, both builds). The
+ * default build: the block's first word. The hardened build: the same for
+ * the small classes; for a medium block (block_size > TES_SMALL_BLOCK_MAX:
+ * 10 KiB and up) the first word of its last 16 bytes, which a hardened
+ * bin's check word uses too (alloc_inline.h, TES_SBIN_POP_OR_RETURN). The
+ * canary after a medium request lies on the block's last OS page for most
+ * requests of the class, so a fresh block never written touches one page
+ * instead of two (fit-large: RELIABILITY.md, twenty-third session,
+ * hlink23). They return the block whose `next` is the link (b itself, or
+ * b + block_size - 16: a member access keeps GCC's type-based alias
+ * analysis, which a store through a tes_block_t ** loses: the default
+ * build's tes_page_collect reloaded page->free). tes_block_link_at takes the block size (walks of another
+ * thread's page use their snapshot's); kind: TES_KIND_* (SMALL or MEDIUM
+ * known at compile time take no compare). Every reader and writer of a
+ * page list's link goes through these. */
+TES_INLINE tes_block_t *tes_block_link_at(const tes_block_t *b, size_t block_size) {
+#if TES_SECURE
+  if (block_size > TES_SMALL_BLOCK_MAX) return (tes_block_t *)((uintptr_t)b + block_size - 16);
+#else
+  (void)block_size;
+#endif
+  return (tes_block_t *)b;
+}
+TES_INLINE tes_block_t *tes_block_link_slot_in(const tes_page_t *page, const tes_block_t *b, unsigned kind) {
+#if TES_SECURE
+  if (kind == TES_KIND_SMALL) return (tes_block_t *)b;
+  if (kind == TES_KIND_MEDIUM) return (tes_block_t *)((uintptr_t)b + page->block_size - 16);
+  return tes_block_link_at(b, page->block_size);
+#else
+  (void)page, (void)kind;
+  return (tes_block_t *)b;
+#endif
+}
+TES_INLINE tes_block_t *tes_block_link_slot(const tes_page_t *page, const tes_block_t *b) {
+  return tes_block_link_slot_in(page, b, TES_KIND_ANY);
+}
+TES_INLINE tes_block_t *tes_block_next_in(const tes_page_t *page, const tes_block_t *b, unsigned kind) {
+  return (tes_block_t *)tes_link_decode(page, (uintptr_t)tes_block_link_slot_in(page, b, kind)->next);
+}
 TES_INLINE tes_block_t *tes_block_next(const tes_page_t *page, const tes_block_t *b) {
-  return (tes_block_t *)tes_link_decode(page, (uintptr_t)b->next);
+  return tes_block_next_in(page, b, TES_KIND_ANY);
+}
+TES_INLINE void tes_block_set_next_in(const tes_page_t *page, tes_block_t *b, tes_block_t *next, unsigned kind) {
+  tes_block_link_slot_in(page, b, kind)->next = (tes_block_t *)tes_link_encode(page, (uintptr_t)next);
 }
 TES_INLINE void tes_block_set_next(const tes_page_t *page, tes_block_t *b, tes_block_t *next) {
-  b->next = (tes_block_t *)tes_link_encode(page, (uintptr_t)next);
+  tes_block_set_next_in(page, b, next, TES_KIND_ANY);
 }
 /* The link of free block b, about to be followed. In the hardened build, a
  * block written after its free (a use-after-free) decodes to a random
@@ -836,8 +880,8 @@ TES_INLINE void tes_block_set_next(const tes_page_t *page, tes_block_t *b, tes_b
  * for tes_page_collect to report (the page's next malloc comes there at
  * once, its list being empty). No call here: a call on this path made the
  * fast path save registers on every malloc. */
-TES_INLINE tes_block_t *tes_block_next_checked(tes_page_t *page, const tes_block_t *b) {
-  tes_block_t *next = tes_block_next(page, b);
+TES_INLINE tes_block_t *tes_block_next_checked_in(tes_page_t *page, const tes_block_t *b, unsigned kind) {
+  tes_block_t *next = tes_block_next_in(page, b, kind);
 #if TES_SECURE
   /* A compare, not a shift (the shift destroys apart, which the cold branch
    * needs), and apart opaque there: else GCC tests the rotated link against
@@ -851,6 +895,9 @@ TES_INLINE tes_block_t *tes_block_next_checked(tes_page_t *page, const tes_block
   }
 #endif
   return next;
+}
+TES_INLINE tes_block_t *tes_block_next_checked(tes_page_t *page, const tes_block_t *b) {
+  return tes_block_next_checked_in(page, b, TES_KIND_ANY);
 }
 
 /* ---- init.c ---------------------------------------------------------------- */
@@ -928,10 +975,13 @@ size_t tes_page_collect(tes_page_t *page);    /* local_free + xthread_free -> fr
  * block alone (or is cut right after it: a link found overwritten,
  * tes_block_next_checked). Slow paths only: a decode and an encode a
  * refill. */
-TES_INLINE tes_block_t *tes_secure_hold_back(tes_page_t *page, tes_block_t *last, tes_block_t *keep) {
-  tes_block_t *rest = tes_block_next_checked(page, last);
-  if (rest != NULL) tes_block_set_next(page, last, keep);
+TES_INLINE tes_block_t *tes_secure_hold_back_in(tes_page_t *page, tes_block_t *last, tes_block_t *keep, unsigned kind) {
+  tes_block_t *rest = tes_block_next_checked_in(page, last, kind);
+  if (rest != NULL) tes_block_set_next_in(page, last, keep, kind);
   return rest;
+}
+TES_INLINE tes_block_t *tes_secure_hold_back(tes_page_t *page, tes_block_t *last, tes_block_t *keep) {
+  return tes_secure_hold_back_in(page, last, keep, TES_KIND_ANY);
 }
 #endif
 
@@ -948,10 +998,11 @@ TES_INLINE uint32_t tes_page_live_in(const tes_page_t *page, bool head) {
   return head ? page->used - page->pinned : tes_page_live(page);
 }
 
-TES_INLINE void tes_page_free_from_local_in(tes_page_t *page, bool head) {
+/* kind: TES_KIND_* of the page (its links' place, hardened build). */
+TES_INLINE void tes_page_free_from_local_kind(tes_page_t *page, bool head, unsigned kind) {
   if (page->free == NULL && page->local_free != NULL) {
 #if TES_SECURE
-    tes_block_t *rest = tes_secure_hold_back(page, page->local_free, NULL);
+    tes_block_t *rest = tes_secure_hold_back_in(page, page->local_free, NULL, kind);
     if (rest != NULL) {
       page->installed += page->capacity - tes_page_live_in(page, head) - 1;
       page->free = rest; /* local_free keeps the block freed last, alone */
@@ -964,6 +1015,12 @@ TES_INLINE void tes_page_free_from_local_in(tes_page_t *page, bool head) {
     page->local_free = NULL;
     page->free_is_zero = 0;
   }
+#if !TES_SECURE
+  (void)kind;
+#endif
+}
+TES_INLINE void tes_page_free_from_local_in(tes_page_t *page, bool head) {
+  tes_page_free_from_local_kind(page, head, TES_KIND_ANY);
 }
 
 TES_INLINE void tes_page_free_from_local(tes_page_t *page) { tes_page_free_from_local_in(page, false); }
@@ -1083,10 +1140,13 @@ void tes_page_free_event(tes_page_t *page);     /* used reached 0 on the owner's
 void tes_free_local_block(tes_page_t *page, tes_block_t *block); /* owner, outside the fast path */
 /* The owner's free into the page itself: push onto local_free; an empty or
  * full page calls out (`used` 0: see tes_page_free_event). */
-TES_INLINE void tes_page_push_local(tes_page_t *page, tes_block_t *block) {
-  tes_block_set_next(page, block, page->local_free);
+TES_INLINE void tes_page_push_local_in(tes_page_t *page, tes_block_t *block, unsigned kind) {
+  tes_block_set_next_in(page, block, page->local_free, kind);
   page->local_free = block;
   if (tes_unlikely(--page->used == 0)) tes_page_free_event(page);
+}
+TES_INLINE void tes_page_push_local(tes_page_t *page, tes_block_t *block) {
+  tes_page_push_local_in(page, block, TES_KIND_ANY);
 }
 tes_segment_t *tes_owned_segment(const void *p, bool report); /* validate for free/usable */
 
@@ -1253,11 +1313,11 @@ static_assert(TES_DIRECT_MAX <= TES_SMALL_BLOCK_MAX, "the direct table's pages a
  * (requested <= block_size - TES_PADDING): write the canary and the size
  * (4 instructions, and the compare that finds a medium block's slot unless
  * small says it is a small page's block, as the direct table's are). */
-TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested, bool small) {
+TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested, unsigned small) {
   uint32_t canary = (uint32_t)page->keys[1];
   uint32_t size32 = (uint32_t)requested;
   memcpy((uint8_t *)p + requested, &canary, sizeof canary);
-  memcpy(tes_secure_size_word_in(page, p, small), &size32, sizeof size32);
+  memcpy(tes_secure_size_word_in(page, p, small), &size32, sizeof size32); /* small: a TES_KIND_* */
 }
 
 /* Every check of a free into a small/medium page that is ours (slice table

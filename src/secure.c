@@ -303,10 +303,14 @@ void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
     } else {                                                               \
       pool[j_] = pool[--m];                                                \
     }                                                                      \
-    tes_block_set_next(page, prev, b_);                                    \
-    prev = b_;                                                             \
+    prev->next = (tes_block_t *)tes_link_encode(page, (uintptr_t)b_);      \
+    prev = (tes_block_t *)((uint8_t *)b_ + link_offset);                   \
   } while (0)
-  tes_block_t link = {0}, *prev = &link; /* the first block's link lands in `link` */
+  /* prev: whose `next` is the link to write next (tes_block_link_slot: a
+   * medium block's is in its last 16 bytes); the first block's lands in
+   * `link`. */
+  tes_block_t link = {0}, *prev = &link;
+  size_t link_offset = (size_t)((uint8_t *)tes_block_link_slot(page, (tes_block_t *)start) - start); /* once */
   while (m >= 4) {
     x = xorshift64(x);
     HAND_OUT(x);
@@ -317,8 +321,8 @@ void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
   x = xorshift64(x);
   for (uint64_t draws = x; m > 0; draws >>= 16) HAND_OUT(draws);
 #undef HAND_OUT
-  tes_block_t *head = tes_block_next(page, &link);
-  tes_block_set_next(page, prev, page->free);
+  tes_block_t *head = (tes_block_t *)tes_link_decode(page, (uintptr_t)link.next);
+  prev->next = (tes_block_t *)tes_link_encode(page, (uintptr_t)page->free);
   if (heap) heap->random = x;
   *first = head;
 }
