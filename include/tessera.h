@@ -70,10 +70,14 @@ long tes_purge_delay_current(void);
 /* When the next freed memory goes back: ms until the earliest purge still
  * waiting (retired pages of any heap, the segment cache, the unused tails
  * of large blocks), 0 when one is due now (the next slow path or
- * tes_collect(false) runs it), -1 when nothing freed waits to go back. A
- * program (or a test) that wants its freed memory returned can call
+ * tes_collect(false) runs it), -1 when no such purge waits. A program (or
+ * a test) that wants the memory it freed returned can call
  * tes_collect(false) until this is -1, without guessing how long the delay
- * and the load make it take. */
+ * and the load make it take. Not counted, as tes_collect(false) does not
+ * reach them: pages that blocks of exited threads emptied when freed
+ * (tes_collect(true) takes them over, as later slow paths do), and other
+ * live threads' bins and emptied pages not yet retired (their owners'
+ * next slow paths). */
 long tes_purge_pending_ms(void);
 
 /* ---- Statistics ---------------------------------------------------------- */
