@@ -946,7 +946,8 @@ static void kept_retire_all(tes_heap_t *heap) { (void)heap; }
 #endif
 
 #if TES_SECURE
-/* An empty page off the full queue: kept (page_keep_empty), else retired. */
+/* An emptied page: kept (page_keep_empty), else retired (tes_heap_page_emptied,
+ * and queues_sweep for one it left queued). */
 static void page_emptied_keep(tes_heap_t *heap, tes_page_t *page) {
   if (!page_keep_empty(heap, page)) tes_heap_page_retire(heap, page);
 }
@@ -1172,9 +1173,10 @@ void tes_heap_page_emptied(tes_heap_t *heap, tes_page_t *page) {
   tes_page_t *head = page->prev;
   if (page->next == NULL && head != NULL && head->prev == NULL && page->block_size <= TES_SMALL_BLOCK_MAX)
     return;
-  if (page_keep_empty(heap, page)) return;
-#endif
+  page_emptied_keep(heap, page);
+#else
   tes_heap_page_retire(heap, page);
+#endif
 }
 
 /* A page with no free block: watch it through the delayed list instead of
