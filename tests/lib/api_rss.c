@@ -99,7 +99,8 @@ static long purge_delay_ms(long fallback) {
  * With libtessera the wait is on a condition, not on the clock: ordinary
  * calls and tes_collect(false) (which purges only what is due: the delay
  * still holds every page back) until tes_purge_pending_ms() says nothing
- * freed waits to go back. The clock only bounds it: a library that does not
+ * freed waits to go back (no purge scheduled: tessera.h says what it
+ * counts). The clock only bounds it: a library that does not
  * purge (TESSERA_PURGE_DELAY_MS=3600000) gives up after SETTLE_MAX_S of
  * activity, or at once when the next purge is due later than that, and
  * fails the check. Before (twenty-third session), the loop waited twice the
