@@ -11,8 +11,18 @@
  * exit status 2, and every array is bounded by what the files really hold
  * (ids are renumbered into dense slots), never by numbers written in them.
  * Traces that need more than 1 GiB in one request (syn-largemem) are skipped
- * with a note: the production allocators would really map that much. */
+ * with a note: the production allocators would really map that much.
+ *
+ * --mode per-trace adds, before the totals, one line per trace:
+ *   trace=NAME first_s=T rest_s=T minflt_first=N minflt_rest=N
+ * its replay time and minor page faults in the first pass and in the passes
+ * after it, summed: which trace a difference between allocators comes from,
+ * and whether it is faults on fresh memory (the first pass) or the recycling
+ * of blocks (the later ones; PERFORMANCE.md, twenty-fourth session, trace24).
+ * The clock and getrusage calls around every replay are inside work_s. */
 #include "wl_common.h"
+
+#include <sys/resource.h>
 
 #include "trace.h"
 
@@ -74,9 +84,22 @@ static long replay(const trace_t *t, unsigned char **ptr, size_t *size) {
   return (long)t->num_ops;
 }
 
+static long minor_faults(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_minflt : 0;
+}
+
+/* One trace's replays, first pass and the passes after it (--mode per-trace). */
+typedef struct {
+  double first_s, rest_s;
+  long minflt_first, minflt_rest;
+} trace_split_t;
+
 int main(int argc, char **argv) {
+  static const char *const modes[] = {"per-trace", NULL};
   wl_options_t o = wl_parse_ex(argc, argv, "traces: replay malloc-lab trace files through the real malloc/free/realloc",
-                               NULL, -1);
+                               modes, -1);
+  int per_trace = o.mode != NULL && !strcmp(o.mode, "per-trace");
   if (o.argc < 1) {
     fprintf(stderr, "trace_replay: give one or more trace files\n");
     return 2;
@@ -96,12 +119,33 @@ int main(int argc, char **argv) {
   }
   unsigned char **ptr = wl_check(calloc(max_slots, sizeof *ptr), "calloc returned NULL");
   size_t *size = wl_check(calloc(max_slots, sizeof *size), "calloc returned NULL");
+  trace_split_t *split = per_trace ? wl_check(calloc((size_t)loaded, sizeof *split), "calloc returned NULL") : NULL;
   long passes = wl_scaled(&o, 6, 1);
   long ops = 0;
   double t0 = wl_now();
   for (long pass = 0; pass < passes; pass++)
-    for (int i = 0; i < loaded; i++) ops += replay(&traces[i], ptr, size);
+    for (int i = 0; i < loaded; i++) {
+      if (!per_trace) {
+        ops += replay(&traces[i], ptr, size);
+        continue;
+      }
+      long f0 = minor_faults();
+      double a = wl_now();
+      ops += replay(&traces[i], ptr, size);
+      double t = wl_now() - a;
+      long f = minor_faults() - f0;
+      if (pass == 0) {
+        split[i].first_s = t;
+        split[i].minflt_first = f;
+      } else {
+        split[i].rest_s += t;
+        split[i].minflt_rest += f;
+      }
+    }
   double work = wl_now() - t0;
+  for (int i = 0; per_trace && i < loaded; i++)
+    printf("trace=%s first_s=%.6f rest_s=%.6f minflt_first=%ld minflt_rest=%ld\n", trace_basename(&traces[i]),
+           split[i].first_s, split[i].rest_s, split[i].minflt_first, split[i].minflt_rest);
   printf("traces=%d\n", loaded);
   wl_report(work, (double)ops);
   return 0;
