@@ -604,8 +604,8 @@ static size_t retired_bytes(const tes_page_t *page) {
  * `excess`, the run stops once the pages purged account for that many
  * bytes (retired_bytes), which it counts down. A forced purge dates its
  * pages `stamp`: 0 (a purge the program asked for, or a heap leaving: a
- * retake is not judged), or the clock (the growth purge, judged like a
- * timed one). The purge_lock is held. */
+ * retake is not judged), or the clock negated (the growth purge: purge.c,
+ * tes_purge_note_retake). The purge_lock is held. */
 static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force, size_t *excess, int64_t stamp) {
   tes_page_t *first = heap->purge.first;
   /* The next pages of the list that are due and follow this one in its
@@ -644,21 +644,22 @@ static void purge_expired_locked(tes_heap_t *heap, int64_t now, bool force) {
  * size (a free page of the size wanted would have been taken), so they
  * cannot serve this request, and waiting, they add to the new segment's
  * memory instead of making room for it: a program whose small blocks gave
- * way to medium ones held both for the purge delay. The pages are dated
- * with the clock, so one taken back soon counts as a premature purge
- * (purge.c), and while the delay is raised by such retakes the pages wait
- * for their timed purge instead: a program whose phases alternate between
- * small and medium blocks took every page back through page faults
- * (traces-cmu-classic: 2,639 faults in the five passes after the first,
- * every one a page of this purge, 13% of the row's time; peak RSS the same
- * without it; PERFORMANCE.md, twenty-fourth session, trace24).
- * purge_lock held. */
+ * way to medium ones held both for the purge delay. The pages carry their
+ * purge time negated: one taken back within four purge delays holds this
+ * purge off for a second (purge.c, tes_purge_growth_held), and the pages
+ * wait for their timed purge instead. A program whose phases alternate
+ * between small and medium blocks took every page back through a page
+ * fault, phase after phase (traces-cmu-classic: 2,639 faults in the five
+ * passes after the first, every one a page of this purge, 13% of the row's
+ * time; peak RSS the same without it). The retake does not raise the purge
+ * delay (that held footprint's memory: peak RSS 1.10x; PERFORMANCE.md,
+ * twenty-fourth session, trace24). purge_lock held. */
 void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes) {
   if (heap->purge.first == NULL) return;
   int64_t now = tes_os_clock_ms();
-  if (tes_purge_delay(now) > tes_opt(TES_OPTION_PURGE_DELAY_MS)) return; /* retaken soon: no purge ahead of time */
+  if (tes_purge_growth_held(now)) return; /* retaken soon: no purge ahead of time */
   size_t done = 0;
-  while (heap->purge.first != NULL && done < bytes) done += purge_first_run_locked(heap, 0, true, NULL, now);
+  while (heap->purge.first != NULL && done < bytes) done += purge_first_run_locked(heap, 0, true, NULL, -now);
   purge_due_update(heap);
 }
 

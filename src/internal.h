@@ -1084,6 +1084,7 @@ void tes_heap_purge_cancel(tes_heap_t *heap, tes_page_t *page);
  * report of such a retake (purged_at: ms clock of the purge, 0 if forced). */
 int64_t tes_purge_delay(int64_t now);
 void tes_purge_note_retake(int64_t purged_at);
+bool tes_purge_growth_held(int64_t now); /* a growth purge's page was retaken soon: hold that purge off */
 void tes_purge_note_retake_at(int64_t purged_at, int64_t now); /* the same at a given clock (tests) */
 /* purge.c: the purge thread (TESSERA_PURGE_THREAD): started from a malloc
  * slow path holding no lock; a fork child forgets its parent's. heap.c:

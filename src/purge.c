@@ -15,7 +15,8 @@
  * it halves again.
  * A program that goes quiet still gives its memory back, within 4 times the
  * base (100 ms by default); one that alternates phases stops paying refaults.
- * With the base at 0 (purge at once) nothing adapts.
+ * With the base at 0 (purge at once) nothing adapts. The growth purge
+ * (heap.c) has a hold of its own (tes_purge_growth_held, below).
  *
  * State is process-wide: every thread's purges and retakes count. Updated
  * with relaxed atomics; a lost update between racing threads only delays a
@@ -46,7 +47,26 @@ int64_t tes_purge_delay(int64_t now) {
   return (int64_t)base << level;
 }
 
-void tes_purge_note_retake(int64_t purged_at) { tes_purge_note_retake_at(purged_at, tes_os_clock_ms()); }
+/* The growth purge's pages (heap.c, tes_heap_purge_for_growth) carry their
+ * purge time negated: a retake of one within PREMATURE_FACTOR delays holds
+ * that purge off for CALM_MS, and leaves the delay alone (the delay did not
+ * choose that purge; raised by its retakes, it held bench_footprint's
+ * freed memory: peak RSS 1.10x). */
+static _Atomic int64_t growth_held_until;
+
+void tes_purge_note_retake(int64_t purged_at) {
+  if (purged_at < 0) {
+    int64_t now = tes_os_clock_ms(), delay = tes_purge_delay(now);
+    if (delay > 0 && now + purged_at < PREMATURE_FACTOR * delay)
+      atomic_store_explicit(&growth_held_until, now + CALM_MS, memory_order_relaxed);
+    return;
+  }
+  tes_purge_note_retake_at(purged_at, tes_os_clock_ms());
+}
+
+bool tes_purge_growth_held(int64_t now) {
+  return now < atomic_load_explicit(&growth_held_until, memory_order_relaxed);
+}
 
 void tes_purge_note_retake_at(int64_t purged_at, int64_t now) {
   long base = tes_opt(TES_OPTION_PURGE_DELAY_MS);

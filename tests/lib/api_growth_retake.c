@@ -8,9 +8,9 @@
  * the program wants them again at once, each of their OS pages comes back
  * through a page fault: traces-cmu-classic (small and medium traces in turn)
  * took 2,639 such faults in the passes after the first, 13% of the row's
- * time. The purge now dates its pages, a page taken back soon counts as a
- * premature purge (purge.c), and while the delay is raised by such retakes
- * the pages wait for their timed purge instead.
+ * time. Its pages now carry their purge time, and one taken back within
+ * four purge delays holds the growth purge off for a second (purge.c,
+ * tes_purge_growth_held): the pages wait for their timed purge instead.
  *
  * Each round writes 3 MiB of 64-byte blocks and frees them (one small block
  * stays live throughout, so their segment stays), then writes 8 MiB of 48
@@ -19,7 +19,8 @@
  * small pages are purged for round 1's medium segment and faulted in again
  * in round 2 (a premature purge); after that they stay resident: rounds 3
  * and 4 fault in at most a quarter of them (before: all of them, each
- * round). */
+ * round). The hold lasts a second from round 2's retake: rounds 3 and 4
+ * take a few tens of milliseconds. */
 #define _GNU_SOURCE
 #include "api_check.h"
 
