@@ -22,7 +22,7 @@
  * free finds the room at zero once in 16,384 rounds).
  *
  * Condition-based: the loop goes on until RSS is back within 1 MiB of the
- * start (4-5 purge delays with the fix, 0.03 MiB above it then), and fails
+ * start (2-7 purge delays with the fix, 0.02-0.53 MiB above it), and fails
  * only when it has not come back after 400 purge delays of the loop's own
  * activity (active_clock_tick: a machine that stops the test does not
  * count); with the delay doubled twice at most, that is 100 delays in
