@@ -117,6 +117,9 @@ static uint32_t bin_limit(unsigned c) { return bin_blocks(c, 64, 256); }
 /* What bin_grow may raise a bin to (1 MiB worth), and the heap's bins by in all. */
 #define TES_BIN_GROWN_KIB 1024
 #define TES_BIN_GROWN_MAX ((size_t)8 << 20)
+/* With no bin grown, tes_bin_room_out reads the clock (and runs the
+ * deferred work when due) at one call in this many (below). */
+#define TES_ROOM_OUT_CLOCK 64
 
 /* Set the limits of empty bins (the option may have changed since). */
 static void bins_set_limits(tes_heap_t *heap) {
@@ -1130,10 +1133,12 @@ TES_INLINE void heap_deferred(tes_heap_t *heap) {
  * not be full, its room ran out (internal.h,
  * TES_BIN_POP: about once in 256 pops a block of room, so in a loop of one
  * block's pairs and a bin of 64, once in 16,000 pairs). The pops go to the
- * heap's counters and the room is limit - held again; while bins are
- * grown, the clock is read and, once per purge delay, this runs the work a malloc slow path would (the bins' flush, the queue sweep,
- * the purges), which a loop whose blocks all fit its bins never reaches
- * (PERFORMANCE.md, twenty-second session). Then the block goes into the
+ * heap's counters and the room is limit - held again; at every call while
+ * bins are grown, at one call in TES_ROOM_OUT_CLOCK otherwise, the clock
+ * is read and, once per purge delay, this runs the work a malloc slow path
+ * would (the bins' flush, the queue sweep, the purges), which a loop whose
+ * blocks all fit its bins never reaches (PERFORMANCE.md, twenty-second
+ * session; RELIABILITY.md, twenty-fourth). Then the block goes into the
  * bin, as the fast path's push, or to its page when the bin is full. */
 __attribute__((cold)) void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, tes_block_t *block) {
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
@@ -1142,11 +1147,21 @@ __attribute__((cold)) void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, te
     return;
   }
   bin_fold_one(heap, (unsigned)(bin - heap->bins), false); /* the room is limit - held: zero when full */
-  /* Only with bins grown past their limits (bin_grow): a loop of 64
-   * blocks or fewer a class fit its bins before as well, and the clock and
-   * the work once per purge delay, under callgrind, were 0.08-0.2
-   * instructions a pair in fastpath.sh's ping-pong (budget 44.0, at 44.0). */
-  int64_t now = heap->bins_grown != 0 ? tes_os_clock_ms() : INT64_MIN;
+  /* The clock at every call while bins are grown past their limits
+   * (bin_grow), else at one call in TES_ROOM_OUT_CLOCK. With no bin grown
+   * it was never read until the twenty-fourth session: once the first
+   * flush had set grown limits back, a loop that fits its bins ran no
+   * deferred work again (lib.api_full_bin_rss: idle medium heads resident
+   * for good, review23). Read at every call, the clock and the work once
+   * per purge delay cost 0.10-0.15 instructions a pair in fastpath.sh's
+   * ping-pong under callgrind (budget 44, at 44.0), nearly all of it
+   * bins_flush (6,700 instructions each, most of them bins_set_limits) of
+   * the bins the warm-up left. At one call in 64 the budget's runs (6 and
+   * 12 calls) read no clock; 2 M pairs 44.012 against 44.008. A call comes
+   * at most once in 256 pops of a bin (a ping-pong's bin of 64: once in
+   * 16,384 pairs), so the work runs at most 64 calls (some 1 M pops, a few
+   * ms at such a loop's speed) after it fell due. */
+  int64_t now = heap->bins_grown != 0 || ++heap->room_outs % TES_ROOM_OUT_CLOCK == 0 ? tes_os_clock_ms() : INT64_MIN;
   if (now >= heap->bins_due) {
     bins_flush(heap);
     heap->bins_due = now + tes_purge_delay(now);

@@ -575,6 +575,7 @@ struct tes_heap_s {
   _Atomic bool destroy_requested;       /* first-class heap: that request is a destroy (its blocks are freed) */
   bool is_default;
   bool is_static;
+  uint8_t room_outs;                    /* default build: tes_bin_room_out's calls, modulo 256 (heap.c) */
   uintptr_t keys[2];                    /* secure: delayed-list link keys (random, set once in tes_heap_setup) */
   uint64_t random;                      /* secure: xorshift state */
 #if TES_SECURE

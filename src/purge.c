@@ -87,8 +87,9 @@ TES_API long tes_purge_delay_current(void) { return (long)tes_purge_delay(tes_os
 /* ---- the purge thread (TESSERA_PURGE_THREAD=1) ----------------------------
  * Purges run on slow paths, so a program that frees memory and then stops
  * calling the allocator (a server gone idle, a tool waiting for input) keeps
- * that memory resident for good. With the option on, one thread, started on
- * a malloc slow path, sleeps until the earliest pending purge of any heap or
+ * that memory resident for good. With the option on, one thread, started
+ * when the library is loaded (init.c, tes_constructor; on a malloc slow path
+ * when the option is turned on later), sleeps until the earliest pending purge of any heap or
  * of the segment cache is due, purges what is due, and sleeps again; with
  * nothing pending it parks until a purge is scheduled (tes_purge_thread_notify
  * wakes it) or a second has passed (to see whether it is the last thread

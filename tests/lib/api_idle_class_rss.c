@@ -19,6 +19,7 @@
  * (nothing to measure): such a round is not judged, it is taken again. */
 #define _GNU_SOURCE
 #include "api_check.h"
+#include "medium_heads.h"
 
 #include "tessera.h"
 
@@ -30,7 +31,6 @@
 #define SMALL_LIVE 256
 
 static void *small[SMALL_LIVE];
-static void *medium[64];
 
 /* Small churn that takes the malloc slow path: 256 KiB of 1 KiB blocks
  * allocated and freed, so their pages run out and retire in turn. */
@@ -54,30 +54,7 @@ int main(void) {
   REQUIRE(api_allocator_is_tessera(), "libtessera does not serve malloc");
   REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, DELAY_MS) == 0, "cannot set the purge delay");
   int64_t before, with_heads;
-  for (int round = 1;; round++) {
-    churn_for(40);
-    before = api_rss_bytes();
-    /* Each class's head page (512 KiB) filled with blocks written in full,
-     * then all of them freed. */
-    double start = api_now_seconds();
-    size_t size = 10 * 1024;
-    for (int c = 0; c < 16; c++, size += size / 4 < 2048 ? 2048 : size / 4) {
-      size_t n = (512 * 1024) / size;
-      for (size_t i = 0; i < n; i++) {
-        medium[i] = malloc(size);
-        REQUIRE(medium[i] != NULL, "malloc failed");
-        memset(medium[i], 1, size);
-      }
-      for (size_t i = 0; i < n; i++) free(medium[i]);
-    }
-    with_heads = api_rss_bytes();
-    /* A head retires at the second of two sweeps a delay apart after its
-     * frees: within one delay none can have, and RSS must show them. */
-    if (with_heads - before >= 4 * MIB || api_now_seconds() - start < DELAY_MS * 1e-3) break;
-    printf("round %d: the fill took %.1f ms (the delay is %d): heads may have retired; again\n", round,
-           (api_now_seconds() - start) * 1e3, DELAY_MS);
-    REQUIRE(round < 20, "20 rounds, none filled within a purge delay");
-  }
+  api_fill_medium_heads(churn_for, DELAY_MS, 4 * MIB, &before, &with_heads);
   churn_for(10 * 4); /* the delay may double twice */
   int64_t after = api_rss_bytes();
   printf("rss: before %.2f MiB, medium blocks freed %.2f MiB, after %d purge delays of small blocks %.2f MiB\n",

@@ -44,6 +44,13 @@ if(TEST lib.api_merge19_stress)
   add_test(NAME lib.api_merge19_stress.no_bins COMMAND lib_api_merge19_stress)
   set_tests_properties(lib.api_merge19_stress.no_bins PROPERTIES TIMEOUT 300 ENVIRONMENT "TESSERA_BINS=0")
 endif()
+# lib.api_full_bin_rss's loop without the grown bin, and as a ping-pong
+# (twenty-fourth session: the deferred work of a loop that fits its bins).
+if(TEST lib.api_full_bin_rss)
+  add_test(NAME lib.api_full_bin_rss.no_grow COMMAND lib_api_full_bin_rss no_grow)
+  add_test(NAME lib.api_full_bin_rss.pingpong COMMAND lib_api_full_bin_rss pingpong)
+  set_tests_properties(lib.api_full_bin_rss.no_grow lib.api_full_bin_rss.pingpong PROPERTIES TIMEOUT 300)
+endif()
 # lib.api_bins_park_stress with the bins off from the start, and going on
 # after a reported error (review21, twenty-first session).
 if(TEST lib.api_bins_park_stress)
@@ -111,10 +118,13 @@ if(TARGET tessera_secure)
   # (large cache take, growth_trim, the hardened medium bins).
   # api_bins_park_stress.secure: the twenty-first session's merges together
   # (review21; the hardened build's park flushes its bins, miss_rotate).
+  # api_full_bin_rss.secure: a loop of 32-byte blocks with no malloc slow
+  # path gives idle classes' heads back (the hardened build's small classes
+  # have no bins: its loop takes slow paths).
   foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
           api_heap_destroy_mt api_large_xfree api_remote_sweep api_kept_destroy_race api_fc_collect
           api_idle_class_rss api_fc_sweep_stress api_visit_collect api_visit_foreign api_visit_delete
-          api_park_stress api_merge19_stress api_park_rss api_bins_park_stress)
+          api_park_stress api_merge19_stress api_park_rss api_bins_park_stress api_full_bin_rss)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)
@@ -258,3 +268,27 @@ if(TARGET tessera)
             $<TARGET_FILE:verify_api_std_plain>)
   set_tests_properties(tools.run_cli PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
+
+# A selection of the multi-threaded tests again with the purge thread on
+# (TESSERA_PURGE_THREAD=1, src/purge.c), so that the option stays tested
+# (twenty-fourth session; about 10 s in all). review23 ran the suite's 55
+# multi-threaded tests with it: the .default and .secure kept-destroy races
+# and merge19_stress.secure failed every run, because the thread started on
+# the program's first slow path and glibc's pthread_create allocated its
+# DTV there, inside the tests' counting windows; it starts at load since
+# (init.c, tes_constructor).
+foreach(pair lib.api_mt_stress:lib_api_mt_stress lib.api_thread_churn:lib_api_thread_churn
+    lib.api_park_stress:lib_api_park_stress lib.api_fc_sweep_stress:lib_api_fc_sweep_stress
+    lib.api_bins_park_stress:lib_api_bins_park_stress
+    lib.api_kept_destroy_race.default:verify_api_kept_destroy_race_default
+    lib.api_kept_destroy_race.secure:verify_api_kept_destroy_race_secure
+    lib.api_merge19_stress.secure:verify_api_merge19_stress_secure
+    lib.exit_double_free_race.secure:verify_exit_double_free_race_secure)
+  string(REPLACE ":" ";" pair ${pair})
+  list(GET pair 0 test)
+  list(GET pair 1 program)
+  if(TEST ${test} AND TARGET ${program})
+    add_test(NAME ${test}.purge_thread COMMAND ${program})
+    set_tests_properties(${test}.purge_thread PROPERTIES TIMEOUT 300 ENVIRONMENT "TESSERA_PURGE_THREAD=1")
+  endif()
+endforeach()
