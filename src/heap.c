@@ -27,6 +27,10 @@ static size_t heap_chunk_left;
 void tes_heaps_lock(void) { tes_lock(&heaps_lock); }
 void tes_heaps_unlock(void) { tes_unlock(&heaps_lock); }
 void tes_heaps_lock_reset(void) { tes_lock_reset(&heaps_lock); }
+#ifdef TES_FAULT_INJECTION
+#include "fault.h"
+bool tes_global_lock_mine(void) { return tes_lock_mine(&heaps_lock) || tes_segment_locks_mine(); }
+#endif
 
 /* Fork (init.c), between the heaps lock and the segment locks (owners take
  * a purge lock first and segment and cache locks under it): every heap's
@@ -58,6 +62,7 @@ static void pages_unfreeing(tes_page_t *p) {
 
 void tes_heaps_after_fork_child(void) {
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
+    heap->sweep_pins = 0; /* pinned by a walk of a thread that does not exist here */
     for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
       pages_unfreeing(heap->queues[c].first);
       pages_unfreeing(heap->kept[c].first);
@@ -418,6 +423,8 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
 tes_heap_t *tes_heap_alloc_struct(void) {
   tes_heap_t *heap = NULL;
   bool pooled = false;
+  uint8_t *spare = NULL;
+  size_t spare_size = 0;
   /* The struct, then its slice table. */
   const size_t struct_size = (sizeof(tes_heap_t) + 63) & ~(size_t)63;
   tes_lock(&heaps_lock);
@@ -434,13 +441,20 @@ tes_heap_t *tes_heap_alloc_struct(void) {
      * line of its own; the table is a whole number of lines.) */
     size_t need = (struct_size + sizeof(tes_slices_t) + 63) & ~(size_t)63;
     if (heap_chunk_left < need) {
+      /* A new chunk, mapped with the lock let go (a thread starting or
+       * exiting meanwhile would spin on it for the call); another thread
+       * may have mapped one too: the first carves, a spare goes back. */
       size_t chunk = 16 * need;
       chunk = (chunk + tes_os_page_size() - 1) & ~(tes_os_page_size() - 1);
+      tes_unlock(&heaps_lock);
       uint8_t *p = tes_os_map_aligned(chunk, tes_os_page_size());
-      if (p != NULL) {
+      tes_lock(&heaps_lock);
+      if (p != NULL && heap_chunk_left < need) {
         heap_chunk = p;
         heap_chunk_left = chunk;
+        p = NULL;
       }
+      if (p != NULL) spare = p, spare_size = chunk;
     }
     if (heap_chunk_left >= need) {
       heap = (tes_heap_t *)heap_chunk;
@@ -449,6 +463,7 @@ tes_heap_t *tes_heap_alloc_struct(void) {
     }
   }
   tes_unlock(&heaps_lock);
+  if (spare != NULL) tes_os_unmap(spare, spare_size);
   /* Off every list now (a pooled heap left tes_heaps_all on release), so
    * nobody else reads it until tes_heap_setup publishes it. A new one comes
    * from a fresh mapping, zero already: left untouched, the pages of the
@@ -471,6 +486,11 @@ tes_heap_t *tes_heap_alloc_struct(void) {
 
 void tes_heap_release_struct(tes_heap_t *heap) {
   tes_lock(&heaps_lock);
+  while (heap->sweep_pins != 0) { /* a walk purges it (tes_heaps_purge): it keeps its place until then */
+    tes_unlock(&heaps_lock);
+    tes_os_yield();
+    tes_lock(&heaps_lock);
+  }
   if (heap->all_prev) heap->all_prev->all_next = heap->all_next;
   else tes_heaps_all = heap->all_next;
   if (heap->all_next) heap->all_next->all_prev = heap->all_prev;
@@ -714,19 +734,35 @@ static int64_t heap_purge_next(const tes_heap_t *heap) {
   return kept < due ? kept : due;
 }
 
+/* A walk of the heaps list (heaps lock held) works on one heap with the
+ * lock let go: pinned, the heap keeps its place on the list (its release,
+ * tes_heap_release_struct, waits), so the walk goes on from it. No system
+ * call is made with the heaps lock held: every thread starting or exiting
+ * (tes_heap_unpark, tes_heap_park, the heap structs) and every other sweep
+ * spun and yielded on it while a sweep made its madvise calls
+ * (mstress/8t's sched_yield calls; PERFORMANCE.md, twenty-fourth session). */
+static TES_NOINLINE void heap_pin_unlock(tes_heap_t *heap) {
+  heap->sweep_pins++;
+  tes_unlock(&heaps_lock);
+}
+static TES_NOINLINE void heap_lock_unpin(tes_heap_t *heap) {
+  tes_lock(&heaps_lock);
+  heap->sweep_pins--;
+}
+
 int64_t tes_heaps_purge(int64_t now, bool force) {
   int64_t next = INT64_MAX;
   tes_lock(&heaps_lock);
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
     int64_t due = heap_purge_next(heap);
-    if (force ? due != INT64_MAX : due <= now) {
+    if (force ? due != INT64_MAX : due <= now && tes_trylock(&heap->purge_lock)) {
+      heap_pin_unlock(heap);
       if (force) tes_lock(&heap->purge_lock);
-      if (force || tes_trylock(&heap->purge_lock)) {
-        purge_expired_locked(heap, now, force);
-        kept_purge_locked(heap, now, force);
-        tes_unlock(&heap->purge_lock);
-        due = heap_purge_next(heap);
-      }
+      purge_expired_locked(heap, now, force);
+      kept_purge_locked(heap, now, force);
+      tes_unlock(&heap->purge_lock); /* before the heaps lock: fork takes that one first */
+      heap_lock_unpin(heap);
+      due = heap_purge_next(heap);
     }
     if (due < next) next = due;
   }
@@ -1661,15 +1697,17 @@ void tes_heap_collect(tes_heap_t *heap, bool force) { heap_collect(heap, force, 
  * them). Their pages that other threads emptied waited on remote stacks
  * and the delayed list for an allocation from that heap, so a heap the
  * program kept but stopped using held them through malloc_trim for good
- * (200,000 blocks of 256 B freed by another thread: 52 MB). The heaps lock
- * keeps the list still; the collect takes purge and segment locks, which
- * come after it (fork's order). */
+ * (200,000 blocks of 256 B freed by another thread: 52 MB). Each is
+ * collected pinned (heap_pin_unlock), with the heaps lock let go. */
 void tes_heap_collect_first_class(tes_heap_t *owner, bool force) {
   if (atomic_load_explicit(&owner->first_class_heaps, memory_order_relaxed) == 0) return;
   tes_lock(&heaps_lock);
   for (tes_heap_t *h = tes_heaps_all; h != NULL; h = h->all_next)
-    if (h != owner && h->thread_default == owner && !atomic_load_explicit(&h->delete_requested, memory_order_acquire))
+    if (h != owner && h->thread_default == owner && !atomic_load_explicit(&h->delete_requested, memory_order_acquire)) {
+      heap_pin_unlock(h); /* its purges, and segments it frees, with the heaps lock let go */
       heap_collect(h, force, true, false);
+      heap_lock_unpin(h);
+    }
   tes_unlock(&heaps_lock);
 }
 
