@@ -24,7 +24,10 @@ static tes_heap_t *heap_pool;     /* released heap structs, linked via all_next 
 static uint8_t *heap_chunk;       /* unused tail of the last mapped chunk */
 static size_t heap_chunk_left;
 
-void tes_heaps_lock(void) { tes_lock(&heaps_lock); }
+/* Out of line, and every taker of the lock calls it: all are rare paths
+ * (thread start and exit, sweeps), and inlined at each, the lock's loop
+ * was some 100 bytes of text a call. */
+TES_NOINLINE void tes_heaps_lock(void) { tes_lock(&heaps_lock); }
 void tes_heaps_unlock(void) { tes_unlock(&heaps_lock); }
 void tes_heaps_lock_reset(void) { tes_lock_reset(&heaps_lock); }
 #ifdef TES_FAULT_INJECTION
@@ -412,7 +415,7 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
 #if TES_SECURE
   heap->bin_random = tes_random_next();
 #endif
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   heap->all_prev = NULL;
   heap->all_next = tes_heaps_all;
   if (tes_heaps_all) tes_heaps_all->all_prev = heap;
@@ -427,7 +430,7 @@ tes_heap_t *tes_heap_alloc_struct(void) {
   size_t spare_size = 0;
   /* The struct, then its slice table. */
   const size_t struct_size = (sizeof(tes_heap_t) + 63) & ~(size_t)63;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   if (heap_pool != NULL) {
     heap = heap_pool;
     heap_pool = heap->all_next;
@@ -448,7 +451,7 @@ tes_heap_t *tes_heap_alloc_struct(void) {
       chunk = (chunk + tes_os_page_size() - 1) & ~(tes_os_page_size() - 1);
       tes_unlock(&heaps_lock);
       uint8_t *p = tes_os_map_aligned(chunk, tes_os_page_size());
-      tes_lock(&heaps_lock);
+      tes_heaps_lock();
       if (p != NULL && heap_chunk_left < need) {
         heap_chunk = p;
         heap_chunk_left = chunk;
@@ -485,11 +488,11 @@ tes_heap_t *tes_heap_alloc_struct(void) {
 }
 
 void tes_heap_release_struct(tes_heap_t *heap) {
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   while (heap->sweep_pins != 0) { /* a walk purges it (tes_heaps_purge): it keeps its place until then */
     tes_unlock(&heaps_lock);
     tes_os_yield();
-    tes_lock(&heaps_lock);
+    tes_heaps_lock();
   }
   if (heap->all_prev) heap->all_prev->all_next = heap->all_next;
   else tes_heaps_all = heap->all_next;
@@ -669,8 +672,14 @@ void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes) {
   purge_due_update(heap);
 }
 
-static void purge_expired(tes_heap_t *heap, int64_t now, bool force) {
-  tes_lock(&heap->purge_lock);
+/* With `wait` false (the owner's slow path, purge_due_at), a purge lock
+ * found busy means another thread's sweep (tes_heaps_purge) is purging the
+ * same due pages (the only other holder but fork's handler): the owner goes
+ * on instead of waiting out the sweep's madvise calls (mstress/8t: up to
+ * 138 sched_yield calls a run). */
+static TES_NOINLINE void purge_expired(tes_heap_t *heap, int64_t now, bool force, bool wait) {
+  if (wait) tes_lock(&heap->purge_lock);
+  else if (!tes_trylock(&heap->purge_lock)) return;
   purge_expired_locked(heap, now, force);
   tes_unlock(&heap->purge_lock);
 }
@@ -707,7 +716,7 @@ void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
 }
 
 TES_INLINE void purge_due_at(tes_heap_t *heap, int64_t now) { /* a load and a test on the slow path */
-  if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) <= now) purge_expired(heap, now, false);
+  if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) <= now) purge_expired(heap, now, false, false);
 }
 
 /* The clock is read only when a purge is pending (inlined into the slow path). */
@@ -746,13 +755,13 @@ static TES_NOINLINE void heap_pin_unlock(tes_heap_t *heap) {
   tes_unlock(&heaps_lock);
 }
 static TES_NOINLINE void heap_lock_unpin(tes_heap_t *heap) {
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   heap->sweep_pins--;
 }
 
 int64_t tes_heaps_purge(int64_t now, bool force) {
   int64_t next = INT64_MAX;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
     int64_t due = heap_purge_next(heap);
     if (force ? due != INT64_MAX : due <= now && tes_trylock(&heap->purge_lock)) {
@@ -786,7 +795,7 @@ static void sweep_other_heaps(int64_t now) {
 
 int64_t tes_heaps_purge_next(void) {
   int64_t next = INT64_MAX;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
     int64_t due = heap_purge_next(heap);
     if (due < next) next = due;
@@ -1673,8 +1682,7 @@ void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, b
 /* every: each page's remote frees are collected (tes_collect, malloc_trim);
  * else only the pages they empty are (thread exit: the others go to the
  * abandoned list as they are, with no walk of their remote stacks). */
-static void heap_collect(tes_heap_t *heap, bool force, bool every, bool park) {
-  if (heap->is_static) return;
+static void heap_collect_pages(tes_heap_t *heap, bool every, bool park) {
   if (park) bins_park(heap);
   else bins_flush(heap);
   tes_heap_process_delayed(heap);
@@ -1688,7 +1696,12 @@ static void heap_collect(tes_heap_t *heap, bool force, bool every, bool park) {
       page = next;
     }
   }
-  purge_expired(heap, tes_os_clock_ms(), force);
+}
+
+static void heap_collect(tes_heap_t *heap, bool force, bool every, bool park) {
+  if (heap->is_static) return;
+  heap_collect_pages(heap, every, park);
+  purge_expired(heap, tes_os_clock_ms(), force, true);
 }
 
 void tes_heap_collect(tes_heap_t *heap, bool force) { heap_collect(heap, force, true, false); }
@@ -1701,7 +1714,7 @@ void tes_heap_collect(tes_heap_t *heap, bool force) { heap_collect(heap, force, 
  * collected pinned (heap_pin_unlock), with the heaps lock let go. */
 void tes_heap_collect_first_class(tes_heap_t *owner, bool force) {
   if (atomic_load_explicit(&owner->first_class_heaps, memory_order_relaxed) == 0) return;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   for (tes_heap_t *h = tes_heaps_all; h != NULL; h = h->all_next)
     if (h != owner && h->thread_default == owner && !atomic_load_explicit(&h->delete_requested, memory_order_acquire)) {
       heap_pin_unlock(h); /* its purges, and segments it frees, with the heaps lock let go */
@@ -1724,11 +1737,13 @@ static void heap_stop_delayed(tes_heap_t *heap) {
     for (tes_page_t *p = heap->kept[c].first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
 }
 
-/* Detach every page from the heap's queues (for abandon and delete). */
-static void heap_detach(tes_heap_t *heap) {
+/* Detach every page from the heap's queues (for abandon and delete); its
+ * retired pages are all purged, unless the caller does that itself (with
+ * purge false: heap_abandon, outside the abandon lock). */
+static void heap_detach(tes_heap_t *heap, bool purge) {
   heap_stop_delayed(heap);
   tes_heap_process_delayed(heap);
-  heap_collect(heap, false, false, false);
+  if (!heap->is_static) heap_collect_pages(heap, false, false);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     while (heap->queues[c].first != NULL) tes_heap_queue_remove(heap, heap->queues[c].first);
   }
@@ -1742,7 +1757,7 @@ static void heap_detach(tes_heap_t *heap) {
     page->in_full = 0;
     page->used = page->reserved;
   }
-  purge_expired(heap, 0, true);
+  if (purge) purge_expired(heap, 0, true, true);
 }
 
 
@@ -1774,7 +1789,7 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
  * thread deleted, when `deleted_only`), or NULL. */
 static tes_heap_t *first_class_of(const tes_heap_t *owner, bool deleted_only) {
   tes_heap_t *found = NULL;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   for (tes_heap_t *h = tes_heaps_all; h != NULL && found == NULL; h = h->all_next)
     if (h != owner && h->thread_default == owner &&
         (!deleted_only || atomic_load_explicit(&h->delete_requested, memory_order_acquire)))
@@ -1847,7 +1862,17 @@ static void heap_abandon(tes_heap_t *heap, bool count) {
   unsigned parked_segments = 0;
   if (!count)
     for (tes_segment_t *seg = heap->segments; seg != NULL; seg = seg->next) parked_segments++;
-  heap_detach(heap);
+  heap_detach(heap, false);
+  /* Its retired pages are purged with the abandon lock let go (the purges
+   * change nothing tes_stats_get reads; every abandon waited on another's
+   * madvise calls: mstress/8t's sched_yield calls, PERFORMANCE.md,
+   * twenty-fourth session), and before its segments leave: a page still on
+   * this heap's purge list must not be handed out by the heap that adopts
+   * its segment. Only this thread has the heap now (off the parked list, or
+   * its thread's exit), but sweeps may purge it too (its purge lock). */
+  tes_abandon_lock_give();
+  purge_expired(heap, 0, true, true);
+  tes_abandon_lock_take();
   while (heap->segments != NULL) {
     tes_segment_t *seg = heap->segments;
     tes_segment_unlink(heap, seg);
@@ -1942,7 +1967,7 @@ bool tes_heap_park(tes_heap_t *heap) {
   }
   tes_large_reassign(heap, NULL, false); /* large blocks stay valid, ownerless */
   heap->park_time = now;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   heap->park_next = parked_heaps;
   __atomic_store_n(&parked_heaps, heap, __ATOMIC_RELAXED);
   bool over = ++parked_count > TES_PARKED_MAX;
@@ -1955,7 +1980,7 @@ bool tes_heap_park(tes_heap_t *heap) {
  * new thread id), or NULL. */
 tes_heap_t *tes_heap_unpark(uintptr_t thread_id) {
   if (!parked_any()) return NULL;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   tes_heap_t *heap = parked_heaps;
   if (heap != NULL) {
     __atomic_store_n(&parked_heaps, heap->park_next, __ATOMIC_RELAXED);
@@ -1975,7 +2000,7 @@ tes_heap_t *tes_heap_unpark(uintptr_t thread_id) {
  * oldest first. */
 void tes_heap_abandon_parked(int64_t before, unsigned max) {
   for (unsigned n = 0; n < max && parked_any(); n++) {
-    tes_lock(&heaps_lock);
+    tes_heaps_lock();
     tes_heap_t **pp = &parked_heaps;
     while (*pp != NULL && (*pp)->park_next != NULL) pp = &(*pp)->park_next;
     tes_heap_t *heap = *pp;
@@ -1992,7 +2017,7 @@ void tes_heap_abandon_parked(int64_t before, unsigned max) {
 }
 
 void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to) {
-  heap_detach(from);
+  heap_detach(from, true);
   while (from->segments != NULL) {
     tes_segment_t *seg = from->segments;
     tes_segment_unlink(from, seg);

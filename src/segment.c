@@ -188,7 +188,7 @@ tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment
   return found;
 }
 
-static void purge_cached(tes_segment_t *seg) {
+static TES_NOINLINE void purge_cached(tes_segment_t *seg) {
   /* Keep the first OS page: it holds the cache links. */
   size_t keep = tes_os_page_size();
   size_t end = (seg->dirty_end + keep - 1) & ~(keep - 1); /* nothing beyond was ever touched */
@@ -208,6 +208,7 @@ static void purge_cached(tes_segment_t *seg) {
  * twenty-fourth session). Out, a segment is nobody's: a take does not find
  * it, and a forced purge waits for it (cache_out). */
 static unsigned cache_out;
+static TES_NOINLINE void cache_lock_take(void) { tes_lock(&cache_lock); } /* the rare paths' (text size) */
 
 static void cache_out_locked(size_t i, tes_segment_t ***tail) {
   tes_segment_t *seg = cache_remove_locked(i);
@@ -257,7 +258,7 @@ static TES_NOINLINE void cache_purge_out(tes_segment_t *list, int64_t now) {
     purge_cached(s);
     s->cache_expire = now;
   }
-  tes_lock(&cache_lock);
+  cache_lock_take();
   tes_segment_t *drop = cache_back_locked(list);
   tes_unlock(&cache_lock);
   unmap_chain(drop);
@@ -322,7 +323,7 @@ void tes_cache_purge(bool force) {
   while (force && cache_out != 0) { /* another thread's purge: they come back, to be unmapped too */
     tes_unlock(&cache_lock);
     tes_os_yield();
-    tes_lock(&cache_lock);
+    cache_lock_take();
   }
   if (force) {
     /* Chained through their headers, to be unmapped outside the lock. */
