@@ -32,7 +32,9 @@ void tes_heaps_unlock(void) { tes_unlock(&heaps_lock); }
 void tes_heaps_lock_reset(void) { tes_lock_reset(&heaps_lock); }
 #ifdef TES_FAULT_INJECTION
 #include "fault.h"
-bool tes_global_lock_mine(void) { return tes_lock_mine(&heaps_lock) || tes_segment_locks_mine(); }
+bool tes_global_lock_mine(void) {
+  return tes_lock_mine(&heaps_lock) || tes_lock_mine(&tes_abandon_lock) || tes_segment_locks_mine();
+}
 #endif
 
 /* Fork (init.c), between the heaps lock and the segment locks (owners take

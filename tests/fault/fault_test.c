@@ -647,11 +647,13 @@ static void check_heap_new(void) {
  * thread's, tes_collect's), thread exit (parking, abandoning), a new
  * thread's heap struct, first-class heaps' collects and the segment cache's
  * purges. The hook counts each mmap, munmap, mremap, madvise, mprotect and
- * mincore made while the calling thread held the heaps lock, the segment
- * cache's, the segment list's or the abandoned list's (fault.h). Before,
- * the sweep held the heaps lock over every heap's madvise calls, and the
- * threads that wanted it (a thread starting or exiting, another sweep)
- * spun and yielded meanwhile: mstress/8t's sched_yield calls. Every block
+ * mincore made while the calling thread held the heaps lock, the abandon
+ * lock, the segment cache's, the segment list's or the abandoned list's
+ * (fault.h). Before, the sweep held the heaps lock over every heap's
+ * madvise calls, and the threads that wanted it (a thread starting or
+ * exiting, another sweep) spun and yielded meanwhile: mstress/8t's
+ * sched_yield calls; an abandon held the abandon lock over its heap's
+ * purges (300 such calls a run of this check, 0 now). Every block
  * is verified, so a purge of a page in use (the hazard of purging outside
  * the lock) would show too. */
 #define UNLOCKED_THREADS 4
@@ -681,6 +683,20 @@ static void *unlocked_worker(void *arg) {
   return NULL;
 }
 
+/* 4 MiB of medium blocks, all freed but the first: its segment stays in
+ * use, the others' pages wait for their purge. Returns the one kept. */
+static void *unlocked_keeper(void *arg) {
+  (void)arg;
+  static _Thread_local void *blocks[100];
+  for (int i = 0; i < 100; i++) {
+    blocks[i] = tes_malloc(40000);
+    CHECK(blocks[i] != NULL);
+    memset(blocks[i], 7, 40000);
+  }
+  for (int i = 1; i < 100; i++) tes_free(blocks[i]);
+  return blocks[0];
+}
+
 static void check_purge_unlocked(void) {
   CHECK(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 1) == 0);
   CHECK(tes_option_set(TES_OPTION_PURGE_THREAD, 1) == 0);
@@ -701,7 +717,22 @@ static void check_purge_unlocked(void) {
     tes_collect(generation % 2 == 0); /* forced: every heap, the cache; else what is due */
   }
   tes_heap_destroy(fc);
+  /* Exited threads' heaps parked with retired pages not due yet (a long
+   * delay) in segments a block keeps in use, then abandoned by a forced
+   * collect, which purges those pages. */
+  CHECK(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 10000) == 0);
+  pthread_t t[UNLOCKED_THREADS];
+  void *kept[UNLOCKED_THREADS];
+  for (int i = 0; i < UNLOCKED_THREADS; i++) CHECK(pthread_create(&t[i], NULL, unlocked_keeper, NULL) == 0);
+  for (int i = 0; i < UNLOCKED_THREADS; i++) CHECK(pthread_join(t[i], &kept[i]) == 0);
+  uint64_t locked_before = tes_fault_locked_syscalls();
+  tes_stats_get(&after);
   tes_collect(true);
+  tes_stats_t trimmed;
+  tes_stats_get(&trimmed);
+  CHECK(trimmed.os_madvise_calls > after.os_madvise_calls); /* the parked heaps' pages were purged */
+  CHECK(tes_fault_locked_syscalls() == locked_before);
+  for (int i = 0; i < UNLOCKED_THREADS; i++) tes_free(kept[i]);
   tes_stats_get(&after);
   CHECK(after.os_madvise_calls > before.os_madvise_calls + 50); /* the purges did run */
   if (tes_fault_locked_syscalls() != 0)
