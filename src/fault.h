@@ -25,8 +25,8 @@ uint64_t tes_fault_injected(void);                            /* failures inject
 /* Memory system calls (mmap, munmap, mremap, madvise, mprotect, mincore)
  * made so far while the calling thread held a process-wide allocator lock:
  * the heaps lock, the abandon lock, the segment cache's, the segment
- * list's or the abandoned list's (a heap's own purge lock is not one; the
- * large blocks' is not watched: their tail purges still hold it). */
+ * list's, the abandoned list's or the large blocks' (a heap's own purge
+ * lock is not one). */
 uint64_t tes_fault_locked_syscalls(void);
 /* The library's side of that count: does the calling thread hold one? */
 bool tes_global_lock_mine(void);

@@ -33,7 +33,8 @@ void tes_heaps_lock_reset(void) { tes_lock_reset(&heaps_lock); }
 #ifdef TES_FAULT_INJECTION
 #include "fault.h"
 bool tes_global_lock_mine(void) {
-  return tes_lock_mine(&heaps_lock) || tes_lock_mine(&tes_abandon_lock) || tes_segment_locks_mine();
+  return tes_lock_mine(&heaps_lock) || tes_lock_mine(&tes_abandon_lock) || tes_segment_locks_mine() ||
+         tes_large_lock_mine();
 }
 #endif
 

@@ -726,6 +726,7 @@ static inline bool tes_lock_mine(const tes_lock_t *lock) {
   return atomic_load_explicit(&lock->holder, memory_order_relaxed) == (const void *)&tes_tls_heap;
 }
 bool tes_segment_locks_mine(void); /* segment.c: the cache's, the segment list's, the abandoned list's */
+bool tes_large_lock_mine(void);    /* large.c */
 #endif
 
 /* ---- small helpers --------------------------------------------------------- */

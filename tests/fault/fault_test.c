@@ -645,11 +645,11 @@ static void check_heap_new(void) {
  * other threads contend for (docs/PERFORMANCE.md, twenty-fourth session,
  * lock24): the purge sweeps of every heap (a slow path's, the purge
  * thread's, tes_collect's), thread exit (parking, abandoning), a new
- * thread's heap struct, first-class heaps' collects and the segment cache's
- * purges. The hook counts each mmap, munmap, mremap, madvise, mprotect and
+ * thread's heap struct, first-class heaps' collects, the segment cache's
+ * purges and a large block's waiting tail. The hook counts each mmap, munmap, mremap, madvise, mprotect and
  * mincore made while the calling thread held the heaps lock, the abandon
- * lock, the segment cache's, the segment list's or the abandoned list's
- * (fault.h). Before, the sweep held the heaps lock over every heap's
+ * lock, the segment cache's, the segment list's, the abandoned list's or
+ * the large blocks' (fault.h). Before, the sweep held the heaps lock over every heap's
  * madvise calls, and the threads that wanted it (a thread starting or
  * exiting, another sweep) spun and yielded meanwhile: mstress/8t's
  * sched_yield calls; an abandon held the abandon lock over its heap's
@@ -711,8 +711,20 @@ static void check_purge_unlocked(void) {
     void *big = tes_malloc(6 * MiB); /* a large block: its segment goes to the cache, purged there */
     CHECK(big != NULL);
     memset(big, 1, 6 * MiB);
+    /* A block in a cached segment whose dirty tail waits to be purged
+     * behind it (src/large.c, tail list): a 3.5 MiB block's, then 1 MiB. */
+    void *tail = tes_malloc(3 * MiB + MiB / 2);
+    CHECK(tail != NULL);
+    memset(tail, 2, 3 * MiB + MiB / 2);
+    tes_free(tail);
+    tail = tes_malloc(MiB);
+    CHECK(tail != NULL);
+    memset(tail, 3, MiB);
     for (int i = 0; i < 200; i++) tes_free(tes_heap_malloc(fc, 5000));
     for (int i = 0; i < UNLOCKED_THREADS; i++) CHECK(pthread_join(t[i], NULL) == 0);
+    usleep(3000);
+    tes_collect(false); /* the tail is due: purged */
+    tes_free(tail);
     tes_free(big);
     tes_collect(generation % 2 == 0); /* forced: every heap, the cache; else what is due */
   }
