@@ -1872,7 +1872,10 @@ static void heap_abandon(tes_heap_t *heap, bool count) {
    * twenty-fourth session), and before its segments leave: a page still on
    * this heap's purge list must not be handed out by the heap that adopts
    * its segment. Only this thread has the heap now (off the parked list, or
-   * its thread's exit), but sweeps may purge it too (its purge lock). */
+   * its thread's exit), but sweeps may purge it too (its purge lock). A
+   * fork in this window leaves the heap detached in the child, unparked
+   * and unabandoned, as a fork during tes_heap_park leaves one: its memory
+   * stays the child's, unused. */
   tes_abandon_lock_give();
   purge_expired(heap, 0, true, true);
   tes_abandon_lock_take();
