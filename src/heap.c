@@ -793,7 +793,13 @@ static void sweep_other_heaps(int64_t now) {
   if (!atomic_compare_exchange_strong_explicit(&sweep_next_ms, &due, now + (delay > 0 ? delay : 1),
                                                memory_order_relaxed, memory_order_relaxed))
     return;
-  tes_heaps_purge(now, false);
+  /* Pages a purge delay overdue only: an owner that still takes slow
+   * paths purges its own when they fall due (purge_due_at), and a sweep
+   * that took its purge lock for them made it wait out the madvise calls
+   * in page_release and fresh_page (mstress/8t: 41 sched_yield calls in
+   * ten runs, 4 with this; PERFORMANCE.md, twenty-fourth session). The
+   * purge thread and tes_collect still take every due page. */
+  tes_heaps_purge(now - (delay > 0 ? delay : 0), false);
 }
 
 int64_t tes_heaps_purge_next(void) {
