@@ -119,8 +119,12 @@ static void tail_unlink_locked_to(tes_segment_t *seg, int64_t leave) {
 static void tail_unlink_locked(tes_segment_t *seg) { tail_unlink_locked_to(seg, 0); }
 
 /* No lock held: the block's tail is not being purged (any more). */
-static void tail_purge_wait(tes_segment_t *seg) {
+static TES_NOINLINE void tail_purge_wait_out(tes_segment_t *seg) {
   while (atomic_load_explicit(&seg->tail_due, memory_order_acquire) == TAIL_PURGING) tes_os_yield();
+}
+static inline void tail_purge_wait(tes_segment_t *seg) {
+  if (tes_unlikely(atomic_load_explicit(&seg->tail_due, memory_order_acquire) == TAIL_PURGING))
+    tail_purge_wait_out(seg);
 }
 
 /* The waiting memory of seg ([tail_from, tail_from + tail_bytes), set by
@@ -157,6 +161,11 @@ bool tes_large_lock_mine(void) { return tes_lock_mine(&large_lock); }
 void tes_large_unlock(bool child) {
   if (child) {
     large_moving = 0; /* the threads that were moving blocks do not exist in the child */
+    /* Nor does one purging a tail with the lock let go: its block's free
+     * would wait for it for ever (the tail stays dirty, as if not due). */
+    for (tes_segment_t *seg = tes_large_list; seg != NULL; seg = seg->next)
+      if (atomic_load_explicit(&seg->tail_due, memory_order_relaxed) == TAIL_PURGING)
+        atomic_store_explicit(&seg->tail_due, 0, memory_order_relaxed);
     tes_lock_reset(&large_lock);
   } else {
     tes_unlock(&large_lock);

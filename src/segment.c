@@ -208,7 +208,8 @@ static TES_NOINLINE void purge_cached(tes_segment_t *seg) {
  * twenty-fourth session). Out, a segment is nobody's: a take does not find
  * it, and a forced purge waits for it (cache_out). */
 static unsigned cache_out;
-static TES_NOINLINE void cache_lock_take(void) { tes_lock(&cache_lock); } /* the rare paths' (text size) */
+/* The rare paths' lock (inlined, the lock's loop is 124 bytes of text). */
+static TES_NOINLINE void cache_lock_take(void) { tes_lock(&cache_lock); }
 
 static void cache_out_locked(size_t i, tes_segment_t ***tail) {
   tes_segment_t *seg = cache_remove_locked(i);
@@ -318,7 +319,7 @@ void tes_cache_purge(bool force) {
     now = tes_os_clock_ms();
     if (now < atomic_load_explicit(&cache_purge_due, memory_order_relaxed)) return;
   }
-  if (force) tes_lock(&cache_lock);
+  if (force) cache_lock_take();
   else if (!tes_trylock(&cache_lock)) return;
   while (force && cache_out != 0) { /* another thread's purge: they come back, to be unmapped too */
     tes_unlock(&cache_lock);
@@ -366,7 +367,7 @@ void tes_cache_purge(bool force) {
 static void purge_cached_before_map(size_t bytes) {
   if (atomic_load_explicit(&cache_purge_due, memory_order_relaxed) == INT64_MAX) return; /* none resident */
   int64_t now = tes_os_clock_ms();
-  tes_lock(&cache_lock);
+  cache_lock_take();
   size_t done = 0;
   tes_segment_t *out = NULL, **tail = &out;
   for (size_t i = 0; i < cache_count && done < bytes;) { /* oldest first */
@@ -749,7 +750,7 @@ bool tes_segment_locks_mine(void) {
 
 /* ---- fork ------------------------------------------------------------------------ */
 void tes_segment_locks_acquire(void) {
-  tes_lock(&cache_lock);
+  cache_lock_take();
   tes_lock(&abandoned_lock_);
 }
 void tes_segment_locks_release(bool child) {
