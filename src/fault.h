@@ -22,6 +22,14 @@ void tes_fault_fail_above(tes_fault_site_t site, size_t bytes); /* every call fo
 void tes_fault_fail_always(tes_fault_site_t site, bool on);
 void tes_fault_clear(void);
 uint64_t tes_fault_injected(void);                            /* failures injected so far */
+/* Memory system calls (mmap, munmap, mremap, madvise, mprotect, mincore)
+ * made so far while the calling thread held a process-wide allocator lock:
+ * the heaps lock, the abandon lock, the segment cache's, the segment
+ * list's, the abandoned list's or the large blocks' (a heap's own purge
+ * lock is not one). */
+uint64_t tes_fault_locked_syscalls(void);
+/* The library's side of that count: does the calling thread hold one? */
+bool tes_global_lock_mine(void);
 
 #ifdef __cplusplus
 }

@@ -24,9 +24,19 @@ static tes_heap_t *heap_pool;     /* released heap structs, linked via all_next 
 static uint8_t *heap_chunk;       /* unused tail of the last mapped chunk */
 static size_t heap_chunk_left;
 
-void tes_heaps_lock(void) { tes_lock(&heaps_lock); }
+/* Out of line, and every taker of the lock calls it: all are rare paths
+ * (thread start and exit, sweeps), and inlined at each, the lock's loop
+ * was some 100 bytes of text a call. */
+TES_NOINLINE void tes_heaps_lock(void) { tes_lock(&heaps_lock); }
 void tes_heaps_unlock(void) { tes_unlock(&heaps_lock); }
 void tes_heaps_lock_reset(void) { tes_lock_reset(&heaps_lock); }
+#ifdef TES_FAULT_INJECTION
+#include "fault.h"
+bool tes_global_lock_mine(void) {
+  return tes_lock_mine(&heaps_lock) || tes_lock_mine(&tes_abandon_lock) || tes_segment_locks_mine() ||
+         tes_large_lock_mine();
+}
+#endif
 
 /* Fork (init.c), between the heaps lock and the segment locks (owners take
  * a purge lock first and segment and cache locks under it): every heap's
@@ -58,6 +68,7 @@ static void pages_unfreeing(tes_page_t *p) {
 
 void tes_heaps_after_fork_child(void) {
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
+    heap->sweep_pins = 0; /* pinned by a walk of a thread that does not exist here */
     for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
       pages_unfreeing(heap->queues[c].first);
       pages_unfreeing(heap->kept[c].first);
@@ -410,7 +421,7 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
 #if TES_SECURE
   heap->bin_random = tes_random_next();
 #endif
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   heap->all_prev = NULL;
   heap->all_next = tes_heaps_all;
   if (tes_heaps_all) tes_heaps_all->all_prev = heap;
@@ -421,9 +432,11 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
 tes_heap_t *tes_heap_alloc_struct(void) {
   tes_heap_t *heap = NULL;
   bool pooled = false;
+  uint8_t *spare = NULL;
+  size_t spare_size = 0;
   /* The struct, then its slice table. */
   const size_t struct_size = (sizeof(tes_heap_t) + 63) & ~(size_t)63;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   if (heap_pool != NULL) {
     heap = heap_pool;
     heap_pool = heap->all_next;
@@ -437,13 +450,20 @@ tes_heap_t *tes_heap_alloc_struct(void) {
      * line of its own; the table is a whole number of lines.) */
     size_t need = (struct_size + sizeof(tes_slices_t) + 63) & ~(size_t)63;
     if (heap_chunk_left < need) {
+      /* A new chunk, mapped with the lock let go (a thread starting or
+       * exiting meanwhile would spin on it for the call); another thread
+       * may have mapped one too: the first carves, a spare goes back. */
       size_t chunk = 16 * need;
       chunk = (chunk + tes_os_page_size() - 1) & ~(tes_os_page_size() - 1);
+      tes_unlock(&heaps_lock);
       uint8_t *p = tes_os_map_aligned(chunk, tes_os_page_size());
-      if (p != NULL) {
+      tes_heaps_lock();
+      if (p != NULL && heap_chunk_left < need) {
         heap_chunk = p;
         heap_chunk_left = chunk;
+        p = NULL;
       }
+      if (p != NULL) spare = p, spare_size = chunk;
     }
     if (heap_chunk_left >= need) {
       heap = (tes_heap_t *)heap_chunk;
@@ -452,6 +472,7 @@ tes_heap_t *tes_heap_alloc_struct(void) {
     }
   }
   tes_unlock(&heaps_lock);
+  if (spare != NULL) tes_os_unmap(spare, spare_size);
   /* Off every list now (a pooled heap left tes_heaps_all on release), so
    * nobody else reads it until tes_heap_setup publishes it. A new one comes
    * from a fresh mapping, zero already: left untouched, the pages of the
@@ -473,7 +494,12 @@ tes_heap_t *tes_heap_alloc_struct(void) {
 }
 
 void tes_heap_release_struct(tes_heap_t *heap) {
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
+  while (heap->sweep_pins != 0) { /* a walk purges it (tes_heaps_purge): it keeps its place until then */
+    tes_unlock(&heaps_lock);
+    tes_os_yield();
+    tes_heaps_lock();
+  }
   if (heap->all_prev) heap->all_prev->all_next = heap->all_next;
   else tes_heaps_all = heap->all_next;
   if (heap->all_next) heap->all_next->all_prev = heap->all_prev;
@@ -666,8 +692,14 @@ void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes) {
   purge_due_update(heap);
 }
 
-static void purge_expired(tes_heap_t *heap, int64_t now, bool force) {
-  tes_lock(&heap->purge_lock);
+/* With `wait` false (the owner's slow path, purge_due_at), a purge lock
+ * found busy means another thread's sweep (tes_heaps_purge) is purging the
+ * same due pages (the only other holder but fork's handler): the owner goes
+ * on instead of waiting out the sweep's madvise calls (mstress/8t: up to
+ * 138 sched_yield calls a run). */
+static TES_NOINLINE void purge_expired(tes_heap_t *heap, int64_t now, bool force, bool wait) {
+  if (wait) tes_lock(&heap->purge_lock);
+  else if (!tes_trylock(&heap->purge_lock)) return;
   purge_expired_locked(heap, now, force);
   tes_unlock(&heap->purge_lock);
 }
@@ -704,7 +736,7 @@ void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page) {
 }
 
 TES_INLINE void purge_due_at(tes_heap_t *heap, int64_t now) { /* a load and a test on the slow path */
-  if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) <= now) purge_expired(heap, now, false);
+  if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) <= now) purge_expired(heap, now, false, false);
 }
 
 /* The clock is read only when a purge is pending (inlined into the slow path). */
@@ -731,19 +763,35 @@ static int64_t heap_purge_next(const tes_heap_t *heap) {
   return kept < due ? kept : due;
 }
 
+/* A walk of the heaps list (heaps lock held) works on one heap with the
+ * lock let go: pinned, the heap keeps its place on the list (its release,
+ * tes_heap_release_struct, waits), so the walk goes on from it. No system
+ * call is made with the heaps lock held: every thread starting or exiting
+ * (tes_heap_unpark, tes_heap_park, the heap structs) and every other sweep
+ * spun and yielded on it while a sweep made its madvise calls
+ * (mstress/8t's sched_yield calls; PERFORMANCE.md, twenty-fourth session). */
+static TES_NOINLINE void heap_pin_unlock(tes_heap_t *heap) {
+  heap->sweep_pins++;
+  tes_unlock(&heaps_lock);
+}
+static TES_NOINLINE void heap_lock_unpin(tes_heap_t *heap) {
+  tes_heaps_lock();
+  heap->sweep_pins--;
+}
+
 int64_t tes_heaps_purge(int64_t now, bool force) {
   int64_t next = INT64_MAX;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
     int64_t due = heap_purge_next(heap);
-    if (force ? due != INT64_MAX : due <= now) {
+    if (force ? due != INT64_MAX : due <= now && tes_trylock(&heap->purge_lock)) {
+      heap_pin_unlock(heap);
       if (force) tes_lock(&heap->purge_lock);
-      if (force || tes_trylock(&heap->purge_lock)) {
-        purge_expired_locked(heap, now, force);
-        kept_purge_locked(heap, now, force);
-        tes_unlock(&heap->purge_lock);
-        due = heap_purge_next(heap);
-      }
+      purge_expired_locked(heap, now, force);
+      kept_purge_locked(heap, now, force);
+      tes_unlock(&heap->purge_lock); /* before the heaps lock: fork takes that one first */
+      heap_lock_unpin(heap);
+      due = heap_purge_next(heap);
     }
     if (due < next) next = due;
   }
@@ -762,12 +810,18 @@ static void sweep_other_heaps(int64_t now) {
   if (!atomic_compare_exchange_strong_explicit(&sweep_next_ms, &due, now + (delay > 0 ? delay : 1),
                                                memory_order_relaxed, memory_order_relaxed))
     return;
-  tes_heaps_purge(now, false);
+  /* Pages a purge delay overdue only: an owner that still takes slow
+   * paths purges its own when they fall due (purge_due_at), and a sweep
+   * that took its purge lock for them made it wait out the madvise calls
+   * in page_release and fresh_page (mstress/8t: 41 sched_yield calls in
+   * ten runs, 4 with this; PERFORMANCE.md, twenty-fourth session). The
+   * purge thread and tes_collect still take every due page. */
+  tes_heaps_purge(now - (delay > 0 ? delay : 0), false);
 }
 
 int64_t tes_heaps_purge_next(void) {
   int64_t next = INT64_MAX;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
     int64_t due = heap_purge_next(heap);
     if (due < next) next = due;
@@ -1666,8 +1720,7 @@ void *tes_heap_malloc_aligned(tes_heap_t *heap, size_t size, size_t alignment, b
 /* every: each page's remote frees are collected (tes_collect, malloc_trim);
  * else only the pages they empty are (thread exit: the others go to the
  * abandoned list as they are, with no walk of their remote stacks). */
-static void heap_collect(tes_heap_t *heap, bool force, bool every, bool park) {
-  if (heap->is_static) return;
+static void heap_collect_pages(tes_heap_t *heap, bool every, bool park) {
   if (park) bins_park(heap);
   else bins_flush(heap);
   tes_heap_process_delayed(heap);
@@ -1681,7 +1734,12 @@ static void heap_collect(tes_heap_t *heap, bool force, bool every, bool park) {
       page = next;
     }
   }
-  purge_expired(heap, tes_os_clock_ms(), force);
+}
+
+static void heap_collect(tes_heap_t *heap, bool force, bool every, bool park) {
+  if (heap->is_static) return;
+  heap_collect_pages(heap, every, park);
+  purge_expired(heap, tes_os_clock_ms(), force, true);
 }
 
 void tes_heap_collect(tes_heap_t *heap, bool force) { heap_collect(heap, force, true, false); }
@@ -1690,15 +1748,17 @@ void tes_heap_collect(tes_heap_t *heap, bool force) { heap_collect(heap, force, 
  * them). Their pages that other threads emptied waited on remote stacks
  * and the delayed list for an allocation from that heap, so a heap the
  * program kept but stopped using held them through malloc_trim for good
- * (200,000 blocks of 256 B freed by another thread: 52 MB). The heaps lock
- * keeps the list still; the collect takes purge and segment locks, which
- * come after it (fork's order). */
+ * (200,000 blocks of 256 B freed by another thread: 52 MB). Each is
+ * collected pinned (heap_pin_unlock), with the heaps lock let go. */
 void tes_heap_collect_first_class(tes_heap_t *owner, bool force) {
   if (atomic_load_explicit(&owner->first_class_heaps, memory_order_relaxed) == 0) return;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   for (tes_heap_t *h = tes_heaps_all; h != NULL; h = h->all_next)
-    if (h != owner && h->thread_default == owner && !atomic_load_explicit(&h->delete_requested, memory_order_acquire))
+    if (h != owner && h->thread_default == owner && !atomic_load_explicit(&h->delete_requested, memory_order_acquire)) {
+      heap_pin_unlock(h); /* its purges, and segments it frees, with the heaps lock let go */
       heap_collect(h, force, true, false);
+      heap_lock_unpin(h);
+    }
   tes_unlock(&heaps_lock);
 }
 
@@ -1715,11 +1775,13 @@ static void heap_stop_delayed(tes_heap_t *heap) {
     for (tes_page_t *p = heap->kept[c].first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
 }
 
-/* Detach every page from the heap's queues (for abandon and delete). */
-static void heap_detach(tes_heap_t *heap) {
+/* Detach every page from the heap's queues (for abandon and delete); its
+ * retired pages are all purged, unless the caller does that itself (with
+ * purge false: heap_abandon, outside the abandon lock). */
+static void heap_detach(tes_heap_t *heap, bool purge) {
   heap_stop_delayed(heap);
   tes_heap_process_delayed(heap);
-  heap_collect(heap, false, false, false);
+  if (!heap->is_static) heap_collect_pages(heap, false, false);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     while (heap->queues[c].first != NULL) tes_heap_queue_remove(heap, heap->queues[c].first);
   }
@@ -1733,7 +1795,7 @@ static void heap_detach(tes_heap_t *heap) {
     page->in_full = 0;
     page->used = page->reserved;
   }
-  purge_expired(heap, 0, true);
+  if (purge) purge_expired(heap, 0, true, true);
 }
 
 
@@ -1765,7 +1827,7 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
  * thread deleted, when `deleted_only`), or NULL. */
 static tes_heap_t *first_class_of(const tes_heap_t *owner, bool deleted_only) {
   tes_heap_t *found = NULL;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   for (tes_heap_t *h = tes_heaps_all; h != NULL && found == NULL; h = h->all_next)
     if (h != owner && h->thread_default == owner &&
         (!deleted_only || atomic_load_explicit(&h->delete_requested, memory_order_acquire)))
@@ -1838,7 +1900,20 @@ static void heap_abandon(tes_heap_t *heap, bool count) {
   unsigned parked_segments = 0;
   if (!count)
     for (tes_segment_t *seg = heap->segments; seg != NULL; seg = seg->next) parked_segments++;
-  heap_detach(heap);
+  heap_detach(heap, false);
+  /* Its retired pages are purged with the abandon lock let go (the purges
+   * change nothing tes_stats_get reads; every abandon waited on another's
+   * madvise calls: mstress/8t's sched_yield calls, PERFORMANCE.md,
+   * twenty-fourth session), and before its segments leave: a page still on
+   * this heap's purge list must not be handed out by the heap that adopts
+   * its segment. Only this thread has the heap now (off the parked list, or
+   * its thread's exit), but sweeps may purge it too (its purge lock). A
+   * fork in this window leaves the heap detached in the child, unparked
+   * and unabandoned, as a fork during tes_heap_park leaves one: its memory
+   * stays the child's, unused. */
+  tes_abandon_lock_give();
+  purge_expired(heap, 0, true, true);
+  tes_abandon_lock_take();
   while (heap->segments != NULL) {
     tes_segment_t *seg = heap->segments;
     tes_segment_unlink(heap, seg);
@@ -1933,7 +2008,7 @@ bool tes_heap_park(tes_heap_t *heap) {
   }
   tes_large_reassign(heap, NULL, false); /* large blocks stay valid, ownerless */
   heap->park_time = now;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   heap->park_next = parked_heaps;
   __atomic_store_n(&parked_heaps, heap, __ATOMIC_RELAXED);
   bool over = ++parked_count > TES_PARKED_MAX;
@@ -1946,7 +2021,7 @@ bool tes_heap_park(tes_heap_t *heap) {
  * new thread id), or NULL. */
 tes_heap_t *tes_heap_unpark(uintptr_t thread_id) {
   if (!parked_any()) return NULL;
-  tes_lock(&heaps_lock);
+  tes_heaps_lock();
   tes_heap_t *heap = parked_heaps;
   if (heap != NULL) {
     __atomic_store_n(&parked_heaps, heap->park_next, __ATOMIC_RELAXED);
@@ -1966,7 +2041,7 @@ tes_heap_t *tes_heap_unpark(uintptr_t thread_id) {
  * oldest first. */
 void tes_heap_abandon_parked(int64_t before, unsigned max) {
   for (unsigned n = 0; n < max && parked_any(); n++) {
-    tes_lock(&heaps_lock);
+    tes_heaps_lock();
     tes_heap_t **pp = &parked_heaps;
     while (*pp != NULL && (*pp)->park_next != NULL) pp = &(*pp)->park_next;
     tes_heap_t *heap = *pp;
@@ -1983,7 +2058,7 @@ void tes_heap_abandon_parked(int64_t before, unsigned max) {
 }
 
 void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to) {
-  heap_detach(from);
+  heap_detach(from, true);
   while (from->segments != NULL) {
     tes_segment_t *seg = from->segments;
     tes_segment_unlink(from, seg);

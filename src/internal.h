@@ -562,6 +562,7 @@ struct tes_heap_s {
   bool keep_open;                       /* secure, owner only: keep_due is set (a page was kept since the last retiring) */
   bool keep_restart;                    /* secure, owner only: every kept page was taken back since keep_due was set */
   struct tes_heap_s *all_next, *all_prev; /* every heap in the process */
+  unsigned sweep_pins;                  /* heap.c, under the heaps lock: walks working on it with that lock let go */
   struct tes_heap_s *late_next, *late_prev; /* init.c: the late list (no key destructor may abandon it) */
   long late_tid;                        /* init.c: its thread's kernel id while on the late list, else 0 */
   struct tes_heap_s *park_next;         /* heap.c: the parked list (a default heap whose thread exited) */
@@ -720,6 +721,14 @@ static inline void tes_unlock(tes_lock_t *lock) {
   atomic_store_explicit(&lock->holder, NULL, memory_order_release);
 }
 static inline void tes_lock_reset(tes_lock_t *lock) { atomic_store(&lock->holder, NULL); }
+#ifdef TES_FAULT_INJECTION
+/* Test builds (fault.h, tes_fault_locked_syscalls): does the calling thread hold it? */
+static inline bool tes_lock_mine(const tes_lock_t *lock) {
+  return atomic_load_explicit(&lock->holder, memory_order_relaxed) == (const void *)&tes_tls_heap;
+}
+bool tes_segment_locks_mine(void); /* segment.c: the cache's, the segment list's, the abandoned list's */
+bool tes_large_lock_mine(void);    /* large.c */
+#endif
 
 /* ---- small helpers --------------------------------------------------------- */
 static inline long tes_opt(tes_option_t o) { return tes_option_values[o]; }

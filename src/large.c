@@ -96,8 +96,14 @@ static _Atomic int64_t tail_list_due = INT64_MAX; /* no later than the earliest 
  * system time 3.0 -> 0.1 and 1.4 s). */
 #define LARGE_TAILS_MIN ((size_t)8 << 20)
 
-static void tail_unlink_locked(tes_segment_t *seg) {
-  if (atomic_load_explicit(&seg->tail_due, memory_order_relaxed) == 0) return;
+/* tail_due while tes_large_purge_tails purges the tail with large_lock let
+ * go (default build): off the list, and whoever is about to change or free
+ * the block waits for 0 (tail_purge_wait) with no lock held. */
+#define TAIL_PURGING INT64_MIN
+
+static void tail_unlink_locked_to(tes_segment_t *seg, int64_t leave) {
+  int64_t due = atomic_load_explicit(&seg->tail_due, memory_order_relaxed);
+  if (due == 0 || due == TAIL_PURGING) return;
   if (seg->tail_prev) seg->tail_prev->tail_next = seg->tail_next;
   else tail_list = seg->tail_next;
   if (seg->tail_next) seg->tail_next->tail_prev = seg->tail_prev;
@@ -108,7 +114,17 @@ static void tail_unlink_locked(tes_segment_t *seg) {
   seg->tail_estimated = false;
   /* Release: a realloc that reads 0 without the lock (tail_cancel) sees
    * the purge's dirty_end and purged_bytes. */
-  atomic_store_explicit(&seg->tail_due, 0, memory_order_release);
+  atomic_store_explicit(&seg->tail_due, leave, memory_order_release);
+}
+static void tail_unlink_locked(tes_segment_t *seg) { tail_unlink_locked_to(seg, 0); }
+
+/* No lock held: the block's tail is not being purged (any more). */
+static TES_NOINLINE void tail_purge_wait_out(tes_segment_t *seg) {
+  while (atomic_load_explicit(&seg->tail_due, memory_order_acquire) == TAIL_PURGING) tes_os_yield();
+}
+static inline void tail_purge_wait(tes_segment_t *seg) {
+  if (tes_unlikely(atomic_load_explicit(&seg->tail_due, memory_order_acquire) == TAIL_PURGING))
+    tail_purge_wait_out(seg);
 }
 
 /* The waiting memory of seg ([tail_from, tail_from + tail_bytes), set by
@@ -139,9 +155,17 @@ static bool tail_link_locked(tes_segment_t *seg, int64_t due, size_t counted, bo
 int64_t tes_large_tail_due(void) { return atomic_load_explicit(&tail_list_due, memory_order_relaxed); }
 
 void tes_large_lock(void) { tes_lock(&large_lock); }
+#ifdef TES_FAULT_INJECTION
+bool tes_large_lock_mine(void) { return tes_lock_mine(&large_lock); }
+#endif
 void tes_large_unlock(bool child) {
   if (child) {
     large_moving = 0; /* the threads that were moving blocks do not exist in the child */
+    /* Nor does one purging a tail with the lock let go: its block's free
+     * would wait for it for ever (the tail stays dirty, as if not due). */
+    for (tes_segment_t *seg = tes_large_list; seg != NULL; seg = seg->next)
+      if (atomic_load_explicit(&seg->tail_due, memory_order_relaxed) == TAIL_PURGING)
+        atomic_store_explicit(&seg->tail_due, 0, memory_order_relaxed);
     tes_lock_reset(&large_lock);
   } else {
     tes_unlock(&large_lock);
@@ -722,6 +746,9 @@ void tes_large_purge_tails(bool force) {
     if (now < atomic_load_explicit(&tail_list_due, memory_order_relaxed)) return;
   }
   int64_t next = INT64_MAX;
+#if !TES_SECURE
+  tes_segment_t *purging = NULL; /* tails to purge once the lock is let go */
+#endif
   tes_lock(&large_lock);
   for (tes_segment_t *seg = tail_list, *after; seg != NULL; seg = after) {
     after = seg->tail_next;
@@ -730,8 +757,17 @@ void tes_large_purge_tails(bool force) {
       if (due < next) next = due;
       continue;
     }
+#if TES_SECURE
     purge_waiting(seg, seg->tail_bytes);
     tail_unlink_locked(seg);
+#else
+    /* Purged below with the lock let go: every large malloc, free and
+     * realloc of every thread takes large_lock, and waited out the madvise
+     * call (PERFORMANCE.md, twenty-fourth session, lock24). */
+    tail_unlink_locked_to(seg, TAIL_PURGING);
+    seg->tail_next = purging;
+    purging = seg;
+#endif
   }
 #if !TES_SECURE
   for (pack_host_t *h = hosts; h != NULL; h = h->next) {
@@ -762,6 +798,14 @@ void tes_large_purge_tails(bool force) {
   atomic_store_explicit(&tail_list_due, next, memory_order_relaxed);
   tes_unlock(&large_lock);
 #if !TES_SECURE
+  /* The block cannot change or go meanwhile: its free, realloc and remap
+   * wait for tail_due to leave TAIL_PURGING (tail_purge_wait). */
+  for (tes_segment_t *after; purging != NULL; purging = after) {
+    after = purging->tail_next;
+    purging->tail_next = NULL;
+    purge_tail(purging, purging->large_offset + purging->pages[0].block_size);
+    atomic_store_explicit(&purging->tail_due, 0, memory_order_release); /* its owner may go on */
+  }
   for (pack_host_t *after; out != NULL; out = after) {
     after = out->next;
     host_free(out);
@@ -794,6 +838,7 @@ static void tail_cancel(tes_segment_t *seg) {
   tes_lock(&large_lock);
   tail_unlink_locked(seg);
   tes_unlock(&large_lock);
+  tail_purge_wait(seg);
 }
 #endif
 
@@ -1063,6 +1108,7 @@ void tes_large_free(tes_segment_t *seg) {
   in_use_add_locked(-(int64_t)(page->block_size - TES_LARGE_PADDING), -1);
   list_remove_locked(seg);
   tes_unlock(&large_lock);
+  tail_purge_wait(seg);
   seg->used_pages = 0;
   large_segment_release(seg);
 }
@@ -1082,6 +1128,7 @@ static void remap_begin(tes_segment_t *seg) {
   list_remove_locked(seg);
   large_moving++;
   tes_unlock(&large_lock);
+  tail_purge_wait(seg);
   tes_segmap_set(seg, false);
   note_unpurged(seg);
 }
@@ -1271,6 +1318,7 @@ void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
   while (drop != NULL) {
     tes_segment_t *next = drop->next;
     tes_page_t *page = &drop->pages[0];
+    tail_purge_wait(drop);
 #if TES_SECURE
     drop_moved_guard(drop);
 #endif

@@ -85,8 +85,17 @@ static bool fault_fires(tes_fault_site_t site, size_t bytes) {
   return fire;
 }
 #define FAULT(site, bytes) fault_fires(site, bytes)
+
+/* Memory system calls made while the calling thread held a process-wide
+ * allocator lock (tes_global_lock_mine, heap.c): every other thread that
+ * wants that lock spins, then yields, for the length of the call. */
+static _Atomic uint64_t locked_syscalls;
+uint64_t tes_fault_locked_syscalls(void) { return atomic_load(&locked_syscalls); }
+#define LOCK_WATCH() \
+  ((void)(tes_global_lock_mine() && atomic_fetch_add_explicit(&locked_syscalls, 1, RELAXED)))
 #else
 #define FAULT(site, bytes) false
+#define LOCK_WATCH() ((void)0)
 #endif
 
 /* ---- memory ------------------------------------------------------------- */
@@ -163,6 +172,7 @@ static _Atomic uintptr_t os_last_aligned;
 static _Atomic uint64_t os_aligned_hint_hits, os_aligned_trims;
 
 void *tes_os_map_aligned(size_t size, size_t alignment) {
+  LOCK_WATCH();
   if (alignment < os_page_size) alignment = os_page_size;
   if (size == 0 || size > ((size_t)1 << 46) || alignment > ((size_t)1 << 40) || FAULT(TES_FAULT_MMAP, size)) {
     errno = ENOMEM;
@@ -199,12 +209,14 @@ void *tes_os_map_aligned(size_t size, size_t alignment) {
 }
 
 void tes_os_unmap(void *addr, size_t size) {
+  LOCK_WATCH();
   raw_munmap(addr, size);
   atomic_fetch_add_explicit(&os_munmap_bytes, size, RELAXED);
   gauge_add(&os_reserved, &os_reserved_peak, -(int64_t)size);
 }
 
 size_t tes_os_resident_pages(void *addr, size_t size) {
+  LOCK_WATCH();
   unsigned char vec[1024]; /* one byte a page: 4 MiB a call, no allocation */
   size_t pages = size / os_page_size, count = 0;
   int saved = errno;
@@ -231,6 +243,7 @@ size_t tes_os_resident_pages(void *addr, size_t size) {
 }
 
 bool tes_os_purge(void *addr, size_t size, bool decommit) {
+  LOCK_WATCH();
   if (size == 0) return true;
   atomic_fetch_add_explicit(&os_madvise_calls, 1, RELAXED);
   if (FAULT(TES_FAULT_MADVISE, size)) return false;
@@ -247,6 +260,7 @@ bool tes_os_purge(void *addr, size_t size, bool decommit) {
 void tes_os_commit_note(int64_t delta) { gauge_add(&os_committed, &os_committed_peak, delta); }
 
 static bool set_protection(void *addr, size_t size, int prot) {
+  LOCK_WATCH();
   int saved = errno;
   bool done = mprotect(addr, size, prot) == 0;
   errno = saved;
@@ -256,6 +270,7 @@ bool tes_os_protect(void *addr, size_t size) { return set_protection(addr, size,
 bool tes_os_unprotect(void *addr, size_t size) { return set_protection(addr, size, PROT_READ | PROT_WRITE); }
 
 void tes_os_huge_pages(void *addr, size_t size, bool enable) {
+  LOCK_WATCH();
   atomic_fetch_add_explicit(&os_madvise_calls, 1, RELAXED);
   int saved = errno; /* EINVAL without THP in the kernel: advisory, nobody's error */
   madvise(addr, size, enable ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
@@ -263,6 +278,7 @@ void tes_os_huge_pages(void *addr, size_t size, bool enable) {
 }
 
 void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignment) {
+  LOCK_WATCH();
   if (alignment < os_page_size) alignment = os_page_size;
   if (new_size > ((size_t)1 << 46) || FAULT(TES_FAULT_MREMAP, new_size)) return NULL;
   atomic_fetch_add_explicit(&os_mremap_calls, 1, RELAXED);
@@ -318,6 +334,7 @@ static _Noreturn void remap_undo_failed(void) {
 
 void *tes_os_remap_guarded(void *addr, size_t old_size, size_t new_size, size_t alignment, const size_t *cuts,
                            size_t count, bool tail_guard, size_t guard_at) {
+  LOCK_WATCH();
   size_t ps = os_page_size;
   if (alignment < ps) alignment = ps;
   if (new_size <= old_size || new_size > ((size_t)1 << 46) || count == 0 || cuts[0] != 0) return NULL;

@@ -188,7 +188,7 @@ tes_segment_t *tes_cache_take(size_t min_size, size_t max_size, size_t alignment
   return found;
 }
 
-static void purge_cached(tes_segment_t *seg) {
+static TES_NOINLINE void purge_cached(tes_segment_t *seg) {
   /* Keep the first OS page: it holds the cache links. */
   size_t keep = tes_os_page_size();
   size_t end = (seg->dirty_end + keep - 1) & ~(keep - 1); /* nothing beyond was ever touched */
@@ -199,6 +199,72 @@ static void purge_cached(tes_segment_t *seg) {
   seg->cache_purged = true;
   if (zero) seg->dirty_end = keep, seg->clean_below = seg->size;
 }
+
+/* Cached segments are purged with cache_lock let go: a purge takes them out
+ * of the cache (cache_out_locked, chained through their headers), purges
+ * them, and puts them back as its oldest (cache_back_locked). Held over the
+ * madvise calls, the lock kept every segment freed or taken (thread exits,
+ * large blocks, new segments) waiting on a sweep (PERFORMANCE.md,
+ * twenty-fourth session). Out, a segment is nobody's: a take does not find
+ * it, and a forced purge waits for it (cache_out). */
+static unsigned cache_out;
+/* The rare paths' lock (inlined, the lock's loop is 124 bytes of text). */
+static TES_NOINLINE void cache_lock_take(void) { tes_lock(&cache_lock); }
+
+static void cache_out_locked(size_t i, tes_segment_t ***tail) {
+  tes_segment_t *seg = cache_remove_locked(i);
+  seg->next = NULL;
+  **tail = seg;
+  *tail = &seg->next;
+  cache_out++;
+}
+
+/* `list` purged (oldest first), under cache_lock: back in front of the
+ * cache's slots. Returned: those no slot was left for (only at
+ * TESSERA_SEGMENT_CACHE's top), to be unmapped once the lock is let go. */
+static tes_segment_t *cache_back_locked(tes_segment_t *list) {
+  size_t n = 0;
+  for (tes_segment_t *s = list; s != NULL; s = s->next) n++;
+  cache_out -= (unsigned)n;
+  tes_segment_t *drop = NULL, **drop_tail = &drop;
+  for (; cache_count + n > TES_SEGMENT_CACHE_MAX; n--) {
+    *drop_tail = list;
+    drop_tail = &list->next;
+    list = list->next;
+  }
+  *drop_tail = NULL;
+  memmove(&cache_slots[n], &cache_slots[0], cache_count * sizeof cache_slots[0]);
+  for (size_t k = 0; k < n; k++, list = list->next) {
+    cache_slots[k] = (cache_slot_t){list, list->size};
+    cache_bytes += list->size;
+  }
+  __atomic_store_n(&cache_count, cache_count + n, __ATOMIC_RELAXED);
+  return drop;
+}
+
+static void unmap_chain(tes_segment_t *list) {
+  while (list != NULL) {
+    tes_segment_t *next = list->next;
+    unmap_segment(list);
+    list = next;
+  }
+}
+
+/* The segments cache_out_locked took (cache_lock held, let go here):
+ * purged, then back. */
+static TES_NOINLINE void cache_purge_out(tes_segment_t *list, int64_t now) {
+  tes_unlock(&cache_lock);
+  if (list == NULL) return;
+  for (tes_segment_t *s = list; s != NULL; s = s->next) {
+    purge_cached(s);
+    s->cache_expire = now;
+  }
+  cache_lock_take();
+  tes_segment_t *drop = cache_back_locked(list);
+  tes_unlock(&cache_lock);
+  unmap_chain(drop);
+}
+
 
 void tes_cache_put(tes_segment_t *seg) {
   tes_segmap_set(seg, false);
@@ -253,8 +319,13 @@ void tes_cache_purge(bool force) {
     now = tes_os_clock_ms();
     if (now < atomic_load_explicit(&cache_purge_due, memory_order_relaxed)) return;
   }
-  if (force) tes_lock(&cache_lock);
+  if (force) cache_lock_take();
   else if (!tes_trylock(&cache_lock)) return;
+  while (force && cache_out != 0) { /* another thread's purge: they come back, to be unmapped too */
+    tes_unlock(&cache_lock);
+    tes_os_yield();
+    cache_lock_take();
+  }
   if (force) {
     /* Chained through their headers, to be unmapped outside the lock. */
     tes_segment_t *list = NULL;
@@ -266,25 +337,23 @@ void tes_cache_purge(bool force) {
     cache_bytes = 0;
     atomic_store(&cache_purge_due, INT64_MAX);
     tes_unlock(&cache_lock);
-    while (list) {
-      tes_segment_t *next = list->next;
-      unmap_segment(list);
-      list = next;
-    }
+    unmap_chain(list);
     return;
   }
   int64_t delay = tes_purge_delay(now);
   int64_t next_due = INT64_MAX;
-  for (size_t i = 0; i < cache_count; i++) {
+  tes_segment_t *out = NULL, **tail = &out;
+  for (size_t i = 0; i < cache_count;) {
     tes_segment_t *s = cache_slots[i].seg;
-    if (s->cache_purged) continue;
-    if (now - s->cache_expire >= delay) {
-      purge_cached(s);
-      s->cache_expire = now;
-    } else if (s->cache_expire + delay < next_due) next_due = s->cache_expire + delay;
+    if (!s->cache_purged && now - s->cache_expire >= delay) {
+      cache_out_locked(i, &tail); /* the slots after it move down one */
+      continue;
+    }
+    if (!s->cache_purged && s->cache_expire + delay < next_due) next_due = s->cache_expire + delay;
+    i++;
   }
   atomic_store(&cache_purge_due, next_due);
-  tes_unlock(&cache_lock);
+  cache_purge_out(out, now);
 }
 
 /* A large block that no cached segment fits is about to map `bytes` of
@@ -298,16 +367,19 @@ void tes_cache_purge(bool force) {
 static void purge_cached_before_map(size_t bytes) {
   if (atomic_load_explicit(&cache_purge_due, memory_order_relaxed) == INT64_MAX) return; /* none resident */
   int64_t now = tes_os_clock_ms();
-  tes_lock(&cache_lock);
+  cache_lock_take();
   size_t done = 0;
-  for (size_t i = 0; i < cache_count && done < bytes; i++) { /* oldest first */
+  tes_segment_t *out = NULL, **tail = &out;
+  for (size_t i = 0; i < cache_count && done < bytes;) { /* oldest first */
     tes_segment_t *s = cache_slots[i].seg;
-    if (s->cache_purged) continue;
+    if (s->cache_purged) {
+      i++;
+      continue;
+    }
     done += s->size - s->purged_bytes;
-    purge_cached(s);
-    s->cache_expire = now;
+    cache_out_locked(i, &tail);
   }
-  tes_unlock(&cache_lock);
+  cache_purge_out(out, now);
 }
 
 tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
@@ -670,13 +742,22 @@ tes_segment_t *tes_abandoned_pop(void) {
 
 size_t tes_abandoned_count(void) { return atomic_load(&abandoned_count); }
 
+#ifdef TES_FAULT_INJECTION
+bool tes_segment_locks_mine(void) {
+  return tes_lock_mine(&cache_lock) || tes_lock_mine(&segments_lock_) || tes_lock_mine(&abandoned_lock_);
+}
+#endif
+
 /* ---- fork ------------------------------------------------------------------------ */
 void tes_segment_locks_acquire(void) {
-  tes_lock(&cache_lock);
+  cache_lock_take();
   tes_lock(&abandoned_lock_);
 }
 void tes_segment_locks_release(bool child) {
   if (child) {
+    /* Segments another thread had out for its purge stay mapped, and out
+     * of the cache: a forced purge must not wait for a thread not here. */
+    cache_out = 0;
     tes_lock_reset(&abandoned_lock_);
     tes_lock_reset(&cache_lock);
   } else {

@@ -640,6 +640,119 @@ static void check_heap_new(void) {
   pool_free_all();
 }
 
+
+/* No process-wide lock is held across a memory system call on the paths
+ * other threads contend for (docs/PERFORMANCE.md, twenty-fourth session,
+ * lock24): the purge sweeps of every heap (a slow path's, the purge
+ * thread's, tes_collect's), thread exit (parking, abandoning), a new
+ * thread's heap struct, first-class heaps' collects, the segment cache's
+ * purges and a large block's waiting tail. The hook counts each mmap, munmap, mremap, madvise, mprotect and
+ * mincore made while the calling thread held the heaps lock, the abandon
+ * lock, the segment cache's, the segment list's, the abandoned list's or
+ * the large blocks' (fault.h). Before, the sweep held the heaps lock over every heap's
+ * madvise calls, and the threads that wanted it (a thread starting or
+ * exiting, another sweep) spun and yielded meanwhile: mstress/8t's
+ * sched_yield calls; an abandon held the abandon lock over its heap's
+ * purges (300 such calls a run of this check, 0 now). Every block
+ * is verified, so a purge of a page in use (the hazard of purging outside
+ * the lock) would show too. */
+#define UNLOCKED_THREADS 4
+#define UNLOCKED_BLOCKS 600
+static void *unlocked_worker(void *arg) {
+  uint32_t seed = (uint32_t)(uintptr_t)arg * 100000u;
+  static const size_t sizes[] = {48, 200, 700, 3000, 9000, 40000};
+  fault_block_t blocks[UNLOCKED_BLOCKS];
+  for (int round = 0; round < 6; round++) {
+    for (int i = 0; i < UNLOCKED_BLOCKS; i++) {
+      blocks[i].size = sizes[(size_t)(i + round) % (sizeof sizes / sizeof sizes[0])];
+      blocks[i].ptr = tes_malloc(blocks[i].size);
+      CHECK(blocks[i].ptr != NULL);
+      blocks[i].seed = ++seed;
+      fault_fill(&blocks[i]);
+    }
+    for (int i = 0; i < UNLOCKED_BLOCKS; i += 2) { /* half the pages retire: purges are scheduled */
+      CHECK(fault_intact(&blocks[i]));
+      tes_free(blocks[i].ptr);
+    }
+    usleep(3000); /* past the purge delay: the next slow paths sweep */
+    for (int i = 1; i < UNLOCKED_BLOCKS; i += 2) {
+      CHECK(fault_intact(&blocks[i]));
+      tes_free(blocks[i].ptr);
+    }
+  }
+  return NULL;
+}
+
+/* 4 MiB of medium blocks, all freed but the first: its segment stays in
+ * use, the others' pages wait for their purge. Returns the one kept. */
+static void *unlocked_keeper(void *arg) {
+  (void)arg;
+  static _Thread_local void *blocks[100];
+  for (int i = 0; i < 100; i++) {
+    blocks[i] = tes_malloc(40000);
+    CHECK(blocks[i] != NULL);
+    memset(blocks[i], 7, 40000);
+  }
+  for (int i = 1; i < 100; i++) tes_free(blocks[i]);
+  return blocks[0];
+}
+
+static void check_purge_unlocked(void) {
+  CHECK(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 1) == 0);
+  CHECK(tes_option_set(TES_OPTION_PURGE_THREAD, 1) == 0);
+  tes_stats_t before, after;
+  tes_stats_get(&before);
+  tes_heap_t *fc = tes_heap_new(); /* a first-class heap: tes_collect collects it too */
+  CHECK(fc != NULL);
+  for (int generation = 0; generation < 8; generation++) {
+    pthread_t t[UNLOCKED_THREADS];
+    for (int i = 0; i < UNLOCKED_THREADS; i++)
+      CHECK(pthread_create(&t[i], NULL, unlocked_worker, (void *)(uintptr_t)(generation * UNLOCKED_THREADS + i + 1)) == 0);
+    void *big = tes_malloc(6 * MiB); /* a large block: its segment goes to the cache, purged there */
+    CHECK(big != NULL);
+    memset(big, 1, 6 * MiB);
+    /* A block in a cached segment whose dirty tail waits to be purged
+     * behind it (src/large.c, tail list): a 3.5 MiB block's, then 1 MiB. */
+    void *tail = tes_malloc(3 * MiB + MiB / 2);
+    CHECK(tail != NULL);
+    memset(tail, 2, 3 * MiB + MiB / 2);
+    tes_free(tail);
+    tail = tes_malloc(MiB);
+    CHECK(tail != NULL);
+    memset(tail, 3, MiB);
+    for (int i = 0; i < 200; i++) tes_free(tes_heap_malloc(fc, 5000));
+    for (int i = 0; i < UNLOCKED_THREADS; i++) CHECK(pthread_join(t[i], NULL) == 0);
+    usleep(3000);
+    tes_collect(false); /* the tail is due: purged */
+    tes_free(tail);
+    tes_free(big);
+    tes_collect(generation % 2 == 0); /* forced: every heap, the cache; else what is due */
+  }
+  tes_heap_destroy(fc);
+  /* Exited threads' heaps parked with retired pages not due yet (a long
+   * delay) in segments a block keeps in use, then abandoned by a forced
+   * collect, which purges those pages. */
+  CHECK(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 10000) == 0);
+  pthread_t t[UNLOCKED_THREADS];
+  void *kept[UNLOCKED_THREADS];
+  for (int i = 0; i < UNLOCKED_THREADS; i++) CHECK(pthread_create(&t[i], NULL, unlocked_keeper, NULL) == 0);
+  for (int i = 0; i < UNLOCKED_THREADS; i++) CHECK(pthread_join(t[i], &kept[i]) == 0);
+  uint64_t locked_before = tes_fault_locked_syscalls();
+  tes_stats_get(&after);
+  tes_collect(true);
+  tes_stats_t trimmed;
+  tes_stats_get(&trimmed);
+  CHECK(trimmed.os_madvise_calls > after.os_madvise_calls); /* the parked heaps' pages were purged */
+  CHECK(tes_fault_locked_syscalls() == locked_before);
+  for (int i = 0; i < UNLOCKED_THREADS; i++) tes_free(kept[i]);
+  tes_stats_get(&after);
+  CHECK(after.os_madvise_calls > before.os_madvise_calls + 50); /* the purges did run */
+  if (tes_fault_locked_syscalls() != 0)
+    fprintf(stderr, "%llu memory system calls made under a process-wide lock\n",
+            (unsigned long long)tes_fault_locked_syscalls());
+  CHECK(tes_fault_locked_syscalls() == 0);
+}
+
 typedef struct fault_check_s {
   const char *name;
   void (*run)(void);
@@ -658,6 +771,7 @@ static const fault_check_t checks[] = {
   {"guarded_remap", check_guarded_remap},
   {"thread_heap", check_thread_heap},
   {"heap_new", check_heap_new},
+  {"purge_unlocked", check_purge_unlocked},
 };
 
 int main(int argc, char **argv) {
