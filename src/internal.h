@@ -62,7 +62,11 @@
  * .lbss after .bss, in the same segment), so that the small ones share
  * a few pages instead of lying between the arrays, each on a page of its
  * own that every process dirties. */
+#if defined(__x86_64__) && defined(__ELF__)
 #define TES_BIG_BSS __attribute__((section(".lbss")))
+#else /* elsewhere the compiler may not know .lbss is zero (a file of 8 MiB) */
+#define TES_BIG_BSS
+#endif
 /* A name of the public API (include/tessera.h): the library hides the rest. */
 #define TES_API __attribute__((visibility("default")))
 
