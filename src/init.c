@@ -25,7 +25,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-tes_slices_t tes_slices_none; /* zero but slot 0's tag (tes_process_init): misses every pointer */
+TES_BIG_BSS tes_slices_t tes_slices_none; /* zero but slot 0's tag (tes_process_init): misses every pointer */
 
 __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec"))) = &tes_heap_empty;
 __thread tes_slices_t *tes_tls_slices __attribute__((tls_model("initial-exec"))) = &tes_slices_none;

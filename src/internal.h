@@ -57,6 +57,16 @@
 #define tes_unlikely(x) __builtin_expect(!!(x), 0)
 #define TES_NOINLINE __attribute__((noinline))
 #define TES_INLINE static inline __attribute__((always_inline))
+/* A large zero array that a process touches a page or two of, if any:
+ * linked after every other zero variable (the x86-64 linker scripts put
+ * .lbss after .bss, in the same segment), so that the small ones share
+ * a few pages instead of lying between the arrays, each on a page of its
+ * own that every process dirties. */
+#if defined(__x86_64__) && defined(__ELF__)
+#define TES_BIG_BSS __attribute__((section(".lbss")))
+#else /* elsewhere the compiler may not know .lbss is zero (a file of 8 MiB) */
+#define TES_BIG_BSS
+#endif
 /* A name of the public API (include/tessera.h): the library hides the rest. */
 #define TES_API __attribute__((visibility("default")))
 

@@ -55,7 +55,7 @@ typedef struct large_freed_s {
   uintptr_t block; /* the address free was given */
   size_t size;     /* its usable bytes then, for the report */
 } large_freed_t;
-static large_freed_t freed_ring[LARGE_FREED_RING];
+TES_BIG_BSS static large_freed_t freed_ring[LARGE_FREED_RING];
 static unsigned freed_next;
 
 #define LARGE_HEADER_BYTES (offsetof(tes_segment_t, pages) + sizeof(tes_page_t))

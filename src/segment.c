@@ -13,7 +13,7 @@
  * that takes another lock). */
 #include "internal.h"
 
-uint8_t tes_segmap[TES_SEGMAP_COUNT / 4];
+TES_BIG_BSS uint8_t tes_segmap[TES_SEGMAP_COUNT / 4];
 
 #define SEGMENT_HEADER(count) (offsetof(tes_segment_t, pages) + (count) * sizeof(tes_page_t))
 static_assert(SEGMENT_HEADER(TES_SMALL_PAGES) <= ((size_t)1 << TES_SMALL_PAGE_SHIFT),
@@ -30,7 +30,7 @@ typedef struct cache_slot_s {
   size_t size;
 } cache_slot_t;
 static tes_lock_t cache_lock = TES_LOCK_INIT;
-static cache_slot_t cache_slots[TES_SEGMENT_CACHE_MAX];
+TES_BIG_BSS static cache_slot_t cache_slots[TES_SEGMENT_CACHE_MAX];
 static size_t cache_count, cache_bytes;
 /* Earliest ms clock at which a cached segment that is not purged yet is due
  * (INT64_MAX: none). A program that churns large blocks keeps dirty segments

@@ -48,7 +48,7 @@ static_assert(sizeof(tes_counters_t) % sizeof(uint64_t) == 0, "counters are a ui
  * versions fit. One at a time: these calls are rare. Taken before any other
  * allocator lock (the fork handlers take it first too). */
 tes_lock_t tes_report_scratch_lock = TES_LOCK_INIT;
-static _Alignas(64) uint8_t report_scratch[TES_REPORT_SCRATCH_BYTES];
+TES_BIG_BSS static _Alignas(64) uint8_t report_scratch[TES_REPORT_SCRATCH_BYTES];
 
 static_assert(sizeof(tes_stats_t) <= TES_REPORT_SCRATCH_BYTES, "a statistics struct fits the report scratch");
 

@@ -292,3 +292,15 @@ foreach(pair lib.api_mt_stress:lib_api_mt_stress lib.api_thread_churn:lib_api_th
     set_tests_properties(${test}.purge_thread PROPERTIES TIMEOUT 300 ENVIRONMENT "TESSERA_PURGE_THREAD=1")
   endif()
 endforeach()
+
+# lib.tiny_resident: libtessera's own resident memory in a program that
+# makes eight small allocations, read from its /proc/self/smaps (a memory
+# budget, not a timing): at most 12 KiB of its .bss (24 before the large
+# zero arrays were linked after the small variables, TES_BIG_BSS) and 144
+# KiB in all (its file's 132 KiB: the text is resident whole, fault-around).
+# PERFORMANCE.md, twenty-fourth session, lean24.
+add_executable(verify_tiny_resident ${CMAKE_CURRENT_SOURCE_DIR}/tiny_resident.c)
+target_compile_options(verify_tiny_resident PRIVATE -fno-builtin)
+add_test(NAME lib.tiny_resident COMMAND verify_tiny_resident 12 144)
+set_tests_properties(lib.tiny_resident PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
+  ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_shared>")
