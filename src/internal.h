@@ -1106,8 +1106,9 @@ int64_t tes_purge_delay(int64_t now);
 void tes_purge_note_retake(int64_t purged_at);
 bool tes_purge_growth_held(int64_t now); /* a growth purge's page was retaken soon: hold that purge off */
 void tes_purge_note_retake_at(int64_t purged_at, int64_t now); /* the same at a given clock (tests) */
-/* purge.c: the purge thread (TESSERA_PURGE_THREAD): started from a malloc
- * slow path holding no lock; a fork child forgets its parent's. heap.c:
+/* purge.c: the purge thread (TESSERA_PURGE_THREAD): started at load
+ * (init.c, tes_constructor), or from a malloc slow path holding no lock when
+ * the option is turned on later; a fork child forgets its parent's. heap.c:
  * a round over every heap, purging what is due (or everything) or only
  * looking (both return the next expiry, INT64_MAX: none); segment.c: when
  * the segment cache's next purge is due. */
