@@ -19,6 +19,16 @@
  * after it, summed: which trace a difference between allocators comes from,
  * and whether it is faults on fresh memory (the first pass) or the recycling
  * of blocks (the later ones; PERFORMANCE.md, twenty-fourth session, trace24).
+ * Then the faults taken before the first replay (start-up and parsing, which
+ * work_s leaves out) and one line per pass over all traces:
+ *   setup_minflt=N
+ *   pass=K s=T minflt=N
+ * An allocator that copies the parser's growing arrays (realloc) leaves
+ * touched memory free for the first pass to reuse, one that grows them in
+ * place (mremap) does not: minflt_first alone compares them unfairly (1,080
+ * of 1,830 faults between tessera and mimalloc on the 64-bit set), and a
+ * heap whose pages spread further each pass shows in the later passes' lines
+ * (PERFORMANCE.md, twenty-fifth session, b64_25).
  * The clock and getrusage calls around every replay are inside work_s. */
 #include "wl_common.h"
 
@@ -121,9 +131,13 @@ int main(int argc, char **argv) {
   size_t *size = wl_check(calloc(max_slots, sizeof *size), "calloc returned NULL");
   trace_split_t *split = per_trace ? wl_check(calloc((size_t)loaded, sizeof *split), "calloc returned NULL") : NULL;
   long passes = wl_scaled(&o, 6, 1);
+  trace_split_t *pass_split = per_trace ? wl_check(calloc((size_t)passes, sizeof *pass_split), "calloc returned NULL") : NULL;
+  long setup_minflt = per_trace ? minor_faults() : 0;
   long ops = 0;
   double t0 = wl_now();
-  for (long pass = 0; pass < passes; pass++)
+  for (long pass = 0; pass < passes; pass++) {
+    long pass_f0 = per_trace ? minor_faults() : 0;
+    double pass_t0 = per_trace ? wl_now() : 0;
     for (int i = 0; i < loaded; i++) {
       if (!per_trace) {
         ops += replay(&traces[i], ptr, size);
@@ -142,10 +156,18 @@ int main(int argc, char **argv) {
         split[i].minflt_rest += f;
       }
     }
+    if (per_trace) {
+      pass_split[pass].first_s = wl_now() - pass_t0;
+      pass_split[pass].minflt_first = minor_faults() - pass_f0;
+    }
+  }
   double work = wl_now() - t0;
   for (int i = 0; per_trace && i < loaded; i++)
     printf("trace=%s first_s=%.6f rest_s=%.6f minflt_first=%ld minflt_rest=%ld\n", trace_basename(&traces[i]),
            split[i].first_s, split[i].rest_s, split[i].minflt_first, split[i].minflt_rest);
+  if (per_trace) printf("setup_minflt=%ld\n", setup_minflt);
+  for (long pass = 0; per_trace && pass < passes; pass++)
+    printf("pass=%ld s=%.6f minflt=%ld\n", pass + 1, pass_split[pass].first_s, pass_split[pass].minflt_first);
   printf("traces=%d\n", loaded);
   wl_report(work, (double)ops);
   return 0;
