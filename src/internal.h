@@ -119,7 +119,8 @@ static_assert(TES_MAX_ALIGNMENT >= ((size_t)1 << 20), "the API promises 1 MiB al
 #define TES_TF_USE_DELAYED ((uintptr_t)1) /* page is full: next remote free goes to the heap */
 #define TES_TF_FREEING ((uintptr_t)2)    /* a remote thread is pushing to page->heap now */
 #define TES_TF_MASK ((uintptr_t)3)
-/* The stack also counts its blocks in the word's top 16 bits (a page holds
+/* The stack also counts its blocks in the word's top 16 bits (default
+ * build; the hardened one keeps no stack, below: a page holds
  * at most 4,096 blocks, and blocks live below 2^TES_ADDRESS_BITS), so the
  * owner takes the whole stack, and knows its length, without walking it:
  * the walk was one dependent cache miss per block, each in a line the

@@ -29,10 +29,10 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   page->used = 0;
   atomic_store_explicit(&page->xthread_free, 0, memory_order_relaxed);
 #if TES_SECURE
-  /* No bit of the page's blocks is set (a retired page had every remote
-   * free collected), but the bitmap's memory may hold anything from the
-   * segment's earlier life (a large block's data). Read first: a page of
-   * it never written maps the zero page, and stays uncommitted. */
+  /* A retired page had its remote frees collected (but a bit a reported
+   * double free left), and the bitmap's memory may hold anything from the
+   * segment's earlier life (a large block's data): cleared. Read first: a
+   * page of it never written maps the zero page, and stays uncommitted. */
   atomic_store_explicit(&page->remote_last, 0, memory_order_relaxed);
   _Atomic uint64_t *bits = tes_page_remote_bits(page);
   for (size_t w = 0, words = ((size_t)page->reserved + 63) / 64; w < words; w++)
