@@ -13,7 +13,9 @@
  *   FREEING      transient; the owner waits for it to clear before it changes
  *                the page's heap (abandon/delete), so page->heap stays valid
  *                while a remote thread uses it.
- * No locks; the only atomics are the CASes on remote frees. */
+ * The hardened build sets a bit a block instead of pushing (NORMAL; its
+ * tes_free_remote below). No locks; the only atomics are the CASes (and,
+ * hardened, the bit) on remote frees. */
 #include "alloc_inline.h"
 
 #include <stdarg.h>
@@ -62,6 +64,59 @@ void tes_page_free_event(tes_page_t *page) {
   else tes_heap_page_emptied(heap, page);
 }
 
+#if TES_SECURE
+/* The hardened remote free (RELIABILITY.md, twenty-fifth session, hrem25):
+ * the block's link becomes an encoded NULL (the collect's check of a write
+ * after free), the word's summary bit for its bitmap words is set (a CAS,
+ * only when it is not set already: most frees between two collects find
+ * it set), then the block's bit, last: the free's one locked instruction
+ * as a rule, and its last touch of the page (the page cannot empty before
+ * it: `used` counts the block until the owner takes the bit). No link to
+ * the previous block, so the collect has no chain of misses to follow. A
+ * bit set after the owner took its summary bit waits for the next free
+ * into those words, or for a collect of every word (tes_page_take_if_empty,
+ * thread exit), counted in `used` meanwhile. A full page's (USE_DELAYED)
+ * free goes through the heap's delayed list as before, without a bit. */
+void tes_free_remote(tes_page_t *page, tes_block_t *block) {
+  size_t index;
+  (void)tes_secure_block_index(page, block, &index); /* a carved block start: the caller checked */
+  uintptr_t summary = tes_tf_summary_bit(index / 64);
+  uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+  for (;;) {
+    if ((tf & TES_TF_MASK) == TES_TF_USE_DELAYED) {
+      if (atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, (tf & ~TES_TF_MASK) | TES_TF_FREEING,
+                                                memory_order_acq_rel, memory_order_relaxed))
+        break;
+      continue;
+    }
+    if ((tf & summary) == 0 &&
+        !atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, tf | summary, memory_order_relaxed,
+                                               memory_order_relaxed))
+      continue;
+    tes_block_set_next(page, block, NULL);
+    atomic_store_explicit(&page->remote_last, (uint32_t)index + 1, memory_order_relaxed);
+    uint64_t bit = (uint64_t)1 << (index % 64);
+    if (tes_unlikely(atomic_fetch_or_explicit(tes_page_remote_bits(page) + index / 64, bit, memory_order_release) &
+                     bit)) {
+      /* Its bit is still set from an earlier free that the owner's free
+       * raced (security.owner_remote_race): the block was freed twice then,
+       * and the collect takes it once, by that bit. */
+      tes_report_double_free(page, block);
+    }
+    return;
+  }
+  tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
+  tes_block_t *head = atomic_load_explicit(&heap->delayed_free, memory_order_relaxed);
+  do {
+    block->next = tes_delayed_encode(heap, head);
+  } while (!atomic_compare_exchange_weak_explicit(&heap->delayed_free, &head, block, memory_order_release,
+                                                  memory_order_relaxed));
+  tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, (tf & ~TES_TF_MASK) | TES_TF_NORMAL,
+                                                memory_order_release, memory_order_relaxed)) {
+  }
+}
+#else
 void tes_free_remote(tes_page_t *page, tes_block_t *block) {
 #if !TES_SECURE
   /* A block its owner freed into its bin, freed again here: the owner
@@ -119,6 +174,7 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
                                                 memory_order_release, memory_order_relaxed)) {
   }
 }
+#endif
 
 /* A page in use whose block area p lies in (its segment found p's); the
  * page part of every ownership check below. */

@@ -97,7 +97,17 @@ TES_RACY_SNAPSHOT static bool page_snapshot(const tes_page_t *page, const tes_he
   memset(snap->free_map, 0, (snap->count + 7) / 8);
   mark_list(page, snap, RACY_LOAD(page->free));
   mark_list(page, snap, RACY_LOAD(page->local_free));
+#if TES_SECURE
+  /* Other threads' frees not collected yet: their bits (page.c). */
+  const _Atomic uint64_t *bits = tes_remote_bits_at((uintptr_t)snap->area);
+  for (size_t w = 0; w * 64 < snap->count; w++)
+    for (uint64_t m = atomic_load_explicit(&bits[w], memory_order_acquire); m != 0; m &= m - 1) {
+      size_t i = w * 64 + (size_t)__builtin_ctzll(m);
+      if (i < snap->count) mark_block(snap, i);
+    }
+#else
   mark_list(page, snap, tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_acquire)));
+#endif
 #if !TES_SECURE
   /* Blocks waiting in the heap's bin (the owner sets it while it hands the
    * page out, under this walk). */

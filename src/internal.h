@@ -27,7 +27,8 @@
  *   free        blocks malloc pops (owner only)
  *   local_free  blocks the owner frees (pushed; moved to `free` when it runs dry)
  *   xthread_free blocks other threads free: a lock-free stack whose low two bits
- *               hold the delayed-free state (TES_TF_*), collected by the owner.
+ *               hold the delayed-free state (TES_TF_*), collected by the owner
+ *               (hardened build: a bitmap a page instead, summarised here).
  *
  * `used` counts live blocks, with two tricks that keep the free fast path to a
  * single "--used == 0" test: the page at the head of its class queue (the one
@@ -118,7 +119,8 @@ static_assert(TES_MAX_ALIGNMENT >= ((size_t)1 << 20), "the API promises 1 MiB al
 #define TES_TF_USE_DELAYED ((uintptr_t)1) /* page is full: next remote free goes to the heap */
 #define TES_TF_FREEING ((uintptr_t)2)    /* a remote thread is pushing to page->heap now */
 #define TES_TF_MASK ((uintptr_t)3)
-/* The stack also counts its blocks in the word's top 16 bits (a page holds
+/* The stack also counts its blocks in the word's top 16 bits (default
+ * build; the hardened one keeps no stack, below: a page holds
  * at most 4,096 blocks, and blocks live below 2^TES_ADDRESS_BITS), so the
  * owner takes the whole stack, and knows its length, without walking it:
  * the walk was one dependent cache miss per block, each in a line the
@@ -131,6 +133,21 @@ static_assert(((size_t)1 << TES_MEDIUM_PAGE_SHIFT) / 16 < ((size_t)1 << (64 - TE
               "a page's blocks fit the count bits");
 static inline struct tes_block_s *tes_tf_list(uintptr_t tf) { return (struct tes_block_s *)(tf & TES_TF_LIST_MASK); }
 static inline uint32_t tes_tf_count(uintptr_t tf) { return (uint32_t)(tf >> TES_TF_COUNT_SHIFT); }
+#if TES_SECURE
+/* The hardened build keeps no stack there (RELIABILITY.md, twenty-fifth
+ * session, hrem25): a remote free sets its block's bit in the page's bitmap
+ * (tes_page_remote_bits), after a summary bit in the list field (bits 2-33)
+ * for the pair of bitmap words its bit is in, unless that one is set
+ * already. The list field is nonzero exactly when remote frees wait, as a
+ * stack's head was, so every "anything pending" test (tes_tf_list(tf) !=
+ * NULL) reads the same; the count bits stay 0. The owner takes the bits with
+ * independent loads instead of a chain of dependent misses. */
+#define TES_TF_SUMMARY_SHIFT 2
+/* The summary bit of bitmap word w (two words a bit: a 16-byte class's
+ * small page has 4,096 blocks, 64 words, 32 summary bits). */
+static inline uintptr_t tes_tf_summary_bit(size_t word) { return (uintptr_t)1 << (TES_TF_SUMMARY_SHIFT + word / 2); }
+static inline uint32_t tes_tf_summary(uintptr_t tf) { return (uint32_t)(tf >> TES_TF_SUMMARY_SHIFT); }
+#endif
 
 typedef enum { TES_SEG_SMALL = 0, TES_SEG_MEDIUM = 1, TES_SEG_LARGE = 2 } tes_segment_kind_t;
 
@@ -205,6 +222,12 @@ struct tes_page_s {
    * their CASes do not keep stealing the line of the owner's fast path. */
   _Atomic uintptr_t xthread_free __attribute__((aligned(64))); /* remote frees (tagged pointer, TES_TF_*) */
   _Atomic(struct tes_heap_s *) heap;
+#if TES_SECURE
+  /* The index + 1 of the block another thread freed last (0: none), which
+   * the collect holds back (page.c, remote_bits_take): a hint, written by
+   * every remote free before its bit, on the line its summary is on. */
+  _Atomic uint32_t remote_last;
+#endif
 };
 static_assert(offsetof(tes_page_t, next) == 64, "the fast-path fields fill exactly the first cache line");
 static_assert(offsetof(tes_page_t, xthread_free) == 128, "the owner's fields fill two cache lines");
@@ -1315,6 +1338,30 @@ static_assert(TES_SIZE_SLOTS_OFFSET + TES_SIZE_SLOTS * sizeof(uint32_t) <= 4096,
 static_assert(TES_SIZE_SLOTS_OFFSET + TES_SIZE_SLOTS * sizeof(uint32_t) <=
                   offsetof(tes_segment_t, pages) + TES_SMALL_PAGES * sizeof(tes_page_t),
               "before the header guard (placed after a small segment's header)");
+
+/* The remote-free bitmaps (hrem25): a bit a block, set by the block's
+ * remote free (free.c), taken by the owner's collect (page.c). In page 0 of
+ * every small and medium segment, which holds no blocks: from 32 KiB on,
+ * after the header and its guard page (tes_secure_header_guard), 512 bytes
+ * for each 64 KiB of page area (a small page's 4,096 16-byte blocks; a
+ * medium page, at most 63 blocks, gets 4 KiB of which it uses a word).
+ * Untouched (never committed) until a page gets a remote free, or its
+ * descriptor's set-up reads it (tes_page_init: a read of a page never
+ * written maps the zero page, no memory). */
+#define TES_REMOTE_BITS_OFFSET ((size_t)32 << 10)
+static_assert(offsetof(tes_segment_t, pages) + TES_SMALL_PAGES * sizeof(tes_page_t) <= TES_REMOTE_BITS_OFFSET,
+              "the bitmaps follow the largest header");
+static_assert(TES_REMOTE_BITS_OFFSET + (TES_SEGMENT_SIZE >> 7) <= ((size_t)1 << TES_SMALL_PAGE_SHIFT),
+              "the bitmaps end within page 0 of a small segment");
+static_assert((((size_t)1 << TES_SMALL_PAGE_SHIFT) >> 7) * 8 >= ((size_t)1 << TES_SMALL_PAGE_SHIFT) / 16,
+              "512 bytes hold a small page's blocks");
+TES_INLINE _Atomic uint64_t *tes_remote_bits_at(uintptr_t area) {
+  return (_Atomic uint64_t *)((area & ~(uintptr_t)TES_SEGMENT_MASK) + TES_REMOTE_BITS_OFFSET +
+                              ((area & TES_SEGMENT_MASK) >> 7));
+}
+TES_INLINE _Atomic uint64_t *tes_page_remote_bits(const tes_page_t *page) {
+  return tes_remote_bits_at((uintptr_t)page->area);
+}
 
 /* The 32-bit word that records a small or medium block's requested size
  * (or the freed tag): the block's last word, or a medium block's slot.

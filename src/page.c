@@ -2,7 +2,8 @@
  *
  * Owns: carving blocks lazily (TES_EXTEND_BYTES at a time, so a fresh page
  * touches only the memory it hands out), collecting the owner's local_free
- * and the remote xthread_free stack back onto `free`, and the delayed-free
+ * and the remote xthread_free stack (hardened: the remote bitmap, whose
+ * taking makes `used` drop) back onto `free`, and the delayed-free
  * state bits. Invariants: blocks [0, capacity) have been carved; every carved
  * block is live, on exactly one list, or (if pending) on the heap's delayed
  * list; used == live + pinned (unless in_full). Only the owning thread calls
@@ -27,6 +28,17 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   page->local_free = NULL;
   page->used = 0;
   atomic_store_explicit(&page->xthread_free, 0, memory_order_relaxed);
+#if TES_SECURE
+  /* A retired page had its remote frees collected (but a bit a reported
+   * double free left), and the bitmap's memory may hold anything from the
+   * segment's earlier life (a large block's data): cleared. Read first: a
+   * page of it never written maps the zero page, and stays uncommitted. */
+  atomic_store_explicit(&page->remote_last, 0, memory_order_relaxed);
+  _Atomic uint64_t *bits = tes_page_remote_bits(page);
+  for (size_t w = 0, words = ((size_t)page->reserved + 63) / 64; w < words; w++)
+    if (atomic_load_explicit(&bits[w], memory_order_relaxed) != 0)
+      atomic_store_explicit(&bits[w], 0, memory_order_relaxed);
+#endif
   page->installed = 0;
   page->remote_collected = 0;
   page->corrupt_link = NULL;
@@ -91,7 +103,12 @@ static void report_corrupt_link(tes_page_t *page) {
 }
 #endif
 
+#if TES_SECURE
+static size_t page_collect_in(tes_page_t *page, bool every);
+#define page_collect(page) page_collect_in(page, false)
+#else
 static size_t page_collect(tes_page_t *page);
+#endif
 
 /* Collect, and report a link found overwritten before or during it (the
  * walk of the remote stack below can find one: reported here, not at the
@@ -109,128 +126,89 @@ size_t tes_page_collect(tes_page_t *page) {
 }
 
 #if TES_SECURE
-/* Error path of remote_list_checked: the stack's blocks past the one the
- * owner freed too, `lost` of them, whose chain started at that block's
- * link (overwritten by the owner's push). They still carry the remote
- * freer's tag and their own links, so the page is searched (its carved
- * blocks, at most 4,096): among the blocks with that tag and on none of
- * the page's lists (nor in `kept`, the part of the stack already taken),
- * a chain head is one no other such block links to; its chain must run
- * through `lost` such blocks to the stack's NULL end. Exactly one head
- * doing so is the lost chain: returned (*tail: its last block). Anything
- * else (two chains would do, none does: a damaged block among them)
- * returns NULL: those blocks stay out, as before, rather than risk
- * handing one out twice. What can still mislead it takes three faults at
- * once: the lost chain damaged, its count 1, and another thread's free
- * into this page's empty stack caught between its tag and its push. */
-enum { REST_MAX = 4096 };
-static inline bool rest_has(const uint64_t *set, size_t i) { return (set[i / 64] >> (i % 64)) & 1; }
-static inline tes_block_t *rest_block(const tes_page_t *page, size_t i) {
-  return (tes_block_t *)(page->area + i * page->block_size);
-}
-/* The index of a carved block start b, or SIZE_MAX. */
-static size_t rest_index(const tes_page_t *page, const tes_block_t *b) {
-  size_t i;
-  return b != NULL && tes_secure_block_index(page, b, &i) && i < page->capacity ? i : SIZE_MAX;
-}
-static void rest_unmark(const tes_page_t *page, uint64_t *set, const tes_block_t *b) {
-  size_t i;
-  for (size_t limit = page->capacity; limit-- > 0 && (i = rest_index(page, b)) != SIZE_MAX; b = tes_block_next(page, b))
-    set[i / 64] &= ~((uint64_t)1 << (i % 64));
-}
-static tes_block_t *remote_rest_find(tes_page_t *page, const tes_block_t *kept, size_t lost, tes_block_t **tail) {
-  static_assert(((size_t)1 << TES_SMALL_PAGE_SHIFT) / 16 <= REST_MAX, "a small page's blocks fit the sets");
-  size_t capacity = page->capacity;
-  if (lost == 0 || capacity > REST_MAX) return NULL;
-  uint64_t tagged[REST_MAX / 64] = {0}, linked[REST_MAX / 64] = {0};
-  bool small = page->block_size <= TES_SMALL_BLOCK_MAX;
-  for (size_t i = 0; i < capacity; i++) {
-    uint32_t word;
-    memcpy(&word, tes_secure_size_word_in(page, rest_block(page, i), small), sizeof word);
-    if (word == TES_FREED_TAG32_REMOTE) tagged[i / 64] |= (uint64_t)1 << (i % 64);
-  }
-  rest_unmark(page, tagged, page->free);
-  rest_unmark(page, tagged, page->local_free);
-  rest_unmark(page, tagged, kept);
-  /* and the blocks other threads pushed since the stack was taken */
-  rest_unmark(page, tagged, tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_acquire)));
-  for (size_t i = 0; i < capacity; i++) { /* what the tagged blocks link to */
-    size_t j = rest_has(tagged, i) ? rest_index(page, tes_block_next(page, rest_block(page, i))) : SIZE_MAX;
-    if (j != SIZE_MAX) linked[j / 64] |= (uint64_t)1 << (j % 64);
-  }
-  tes_block_t *found = NULL;
-  for (size_t i = 0; i < capacity; i++) {
-    if (!rest_has(tagged, i) || rest_has(linked, i)) continue;
-    tes_block_t *b = rest_block(page, i), *last = NULL;
-    size_t n = 0, j;
-    for (; n < lost && (j = rest_index(page, b)) != SIZE_MAX && rest_has(tagged, j); n++) {
-      last = b;
-      b = tes_block_next(page, b);
+/* The remote frees of the bitmap words that `summary` names (bit j: words
+ * 2j and 2j + 1; all ones: every word, tes_page_take_if_empty), taken from
+ * the page's bitmap and linked into a list (returned; *tail its last block,
+ * or NULL). Every block's loads are independent of the others' (its size
+ * word, its link), so their misses overlap: the stack this replaces was a
+ * chain, one dependent miss a block (RELIABILITY.md, twenty-third to
+ * twenty-fifth sessions). Each block must carry the remote freer's tag
+ * (tes_secure_remote_block_ok): one the owner freed too at the same moment
+ * (reported there) is left where the owner's free put it, and no other
+ * block is lost with it. Its link must be the encoded NULL its freer wrote:
+ * else it was written after its free (noted for tes_page_collect's report)
+ * and is left out, counted as collected, never handed out. The block freed
+ * last (remote_last) goes first: the block held back at the next refill
+ * (tes_secure_hold_back), as the stack's head was. *collected: the blocks
+ * that leave `used` (every bit taken but the refused ones: a bit is taken
+ * once, so `used` never drops below the live blocks). */
+TES_INLINE tes_block_t *remote_bits_take(tes_page_t *page, uint32_t summary, size_t *collected, tes_block_t **tail,
+                                         unsigned kind) {
+  _Atomic uint64_t *bits = tes_page_remote_bits(page);
+  size_t words = ((size_t)page->capacity + 63) / 64, taken = 0, refused = 0;
+  size_t last = (size_t)atomic_load_explicit(&page->remote_last, memory_order_relaxed) - 1;
+  /* Copies the compiler keeps in registers: the links stored below may
+   * alias the page for all it knows (the loop is ~20 instructions a block,
+   * security.remote_refill_budget). */
+  size_t block_size = page->block_size;
+  uint8_t *area = page->area;
+  uintptr_t keys[2] = {page->keys[0], page->keys[1]};
+  /* The link every freer wrote (an encoded NULL): one compare a block. */
+  uintptr_t null_link = tes_keyed_encode(keys, 0);
+  size_t link_offset = kind == TES_KIND_SMALL ? 0 : block_size - 16; /* tes_block_link_slot_in */
+  size_t word_offset = block_size - sizeof(uint32_t);                /* a small block's size word */
+  /* Where the next block's link goes: the first one's into `first`, no
+   * test a block for the list's start. */
+  uintptr_t first = null_link, *link_at = &first;
+  tes_block_t *head, *prev = NULL, *held = NULL;
+  for (; summary != 0; summary &= summary - 1) {
+    size_t w = (size_t)(unsigned)__builtin_ctz(summary) * 2;
+    if (w >= words) break;
+    for (size_t end = w + 2 < words ? w + 2 : words; w < end; w++) {
+      if (atomic_load_explicit(&bits[w], memory_order_relaxed) == 0) continue; /* no locked exchange of nothing */
+      uint64_t m = atomic_exchange_explicit(&bits[w], 0, memory_order_acquire);
+      if (last / 64 == w && ((m >> (last % 64)) & 1)) { /* the block freed last: checked and linked at the end */
+        m &= ~((uint64_t)1 << (last % 64));
+        held = (tes_block_t *)(area + last * block_size);
+        taken++;
+      }
+      for (; m != 0; m &= m - 1) {
+        taken++; /* not a popcount: a call without -mpopcnt */
+        uint8_t *b = area + (w * 64 + (size_t)(unsigned)__builtin_ctzll(m)) * block_size;
+        uint32_t word;
+        memcpy(&word, kind == TES_KIND_SMALL ? (uint32_t *)(b + word_offset) : tes_secure_size_word_in(page, b, kind),
+               sizeof word);
+        if (tes_unlikely(word != TES_FREED_TAG32_REMOTE)) { /* tes_secure_remote_block_ok, which reports */
+          refused += !tes_secure_remote_block_ok(page, (tes_block_t *)b, kind == TES_KIND_SMALL);
+          continue;
+        }
+        tes_block_t *slot = (tes_block_t *)(b + link_offset);
+        if (tes_unlikely((uintptr_t)slot->next != null_link)) {
+          page->corrupt_link = b;
+          continue;
+        }
+        *link_at = tes_keyed_encode(keys, (uintptr_t)b);
+        link_at = (uintptr_t *)slot;
+      }
     }
-    if (n != lost || b != NULL) continue;
-    if (found != NULL) return NULL; /* two chains would do: neither is sure */
-    found = rest_block(page, i);
-    *tail = last;
   }
-  return found;
-}
-
-/* The cut, out of line (the walk keeps its registers): the kept part
- * (list .. prev, or none) ends at prev, then the lost chain follows if
- * remote_rest_find finds it. The list's head and tail after it. */
-typedef struct {
-  tes_block_t *head, *tail;
-} rest_list_t;
-static TES_NOINLINE rest_list_t remote_rest_splice(tes_page_t *page, tes_block_t *list, tes_block_t *prev,
-                                                   size_t lost) {
-  if (prev != NULL) tes_block_set_next(page, prev, NULL);
-  tes_block_t *rest_tail, *rest = remote_rest_find(page, list, lost, &rest_tail);
-  if (rest == NULL) return (rest_list_t){list, prev};
-  if (prev == NULL) return (rest_list_t){rest, rest_tail};
-  tes_block_set_next(page, prev, rest);
-  return (rest_list_t){list, rest_tail};
-}
-
-/* The remote stack just taken, `*count` blocks: every block must carry the
- * remote freer's tag (tes_secure_remote_block_ok). At one the owner freed
- * too at the same moment (reported there) the list ends: that block is on
- * the local list already, or handed out again from it, and its link is the
- * owner's or the program's now: the blocks after it are found again by
- * remote_rest_find (twentieth session; before, they were lost until the
- * page retired), or else left out, never handed out twice; it leaves the
- * count. At most *count steps (a block
- * pushed twice makes a cycle); a link found overwritten cuts the list too
- * (tes_block_next_checked, reported by tes_page_collect). *tail: the
- * list's last block, or NULL. One load of each block's size word: the
- * owner now walks the stack it used to splice whole (RELIABILITY.md,
- * eighteenth session, for the cost). */
-TES_INLINE tes_block_t *remote_list_walk(tes_page_t *page, tes_block_t *list, size_t *count,
-                                         tes_block_t **tail, bool small) {
-  tes_block_t *prev = NULL, *b = list;
-  for (size_t n = 0, limit = *count; b != NULL && n < limit; n++) {
-    if (tes_unlikely(!tes_secure_remote_block_ok(page, b, small))) {
-      (*count)--;
-      rest_list_t kept = remote_rest_splice(page, prev == NULL ? NULL : list, prev, limit - n - 1);
-      list = kept.head;
-      prev = kept.tail;
-      break;
+  head = (tes_block_t *)tes_keyed_decode(keys, first);
+  if (link_at != &first) prev = (tes_block_t *)((uint8_t *)link_at - link_offset);
+  if (held != NULL) {
+    if (tes_unlikely(!tes_secure_remote_block_ok(page, held, kind == TES_KIND_SMALL))) {
+      refused++;
+    } else if (tes_unlikely((uintptr_t)tes_block_link_slot_in(page, held, kind)->next != null_link)) {
+      page->corrupt_link = held;
+    } else {
+      tes_block_set_next_in(page, held, head, kind);
+      head = held;
+      if (prev == NULL) prev = held;
     }
-    prev = b;
-    b = tes_block_next_checked(page, b);
   }
-  /* The end, written always: after a cut (a bad block, a link found
-   * overwritten, the count reached) the tail's link must not lead on, or
-   * the pop that reaches it reports the same link again. */
-  if (prev != NULL) tes_block_set_next(page, prev, NULL);
+  if (prev != NULL) tes_block_set_next_in(page, prev, NULL, kind);
   *tail = prev;
-  return list;
-}
-
-/* Two copies of the walk: a small page's (the size word at the block's
- * end, no compare a block) and a medium page's. */
-static tes_block_t *remote_list_checked(tes_page_t *page, tes_block_t *list, size_t *count, tes_block_t **tail) {
-  if (page->block_size <= TES_SMALL_BLOCK_MAX) return remote_list_walk(page, list, count, tail, true);
-  return remote_list_walk(page, list, count, tail, false);
+  *collected = taken - refused;
+  return head;
 }
 #endif
 
@@ -316,6 +294,22 @@ TES_INLINE tes_block_t *remote_list_end(tes_page_t *page, tes_block_t **list, si
 }
 #endif
 
+#if TES_SECURE
+static size_t page_collect_in(tes_page_t *page, bool every) {
+  size_t remote = 0;
+  uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+  if (tes_tf_list(tf) != NULL || every) {
+    /* The summary goes first (acquire): a freer's bit set before its
+     * summary bit is in the words taken after (free.c). */
+    while (tes_tf_list(tf) != NULL &&
+           !atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, tf & TES_TF_MASK, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+    }
+    uint32_t summary = every ? UINT32_MAX : tes_tf_summary(tf);
+    tes_block_t *tail, *list;
+    if (page->block_size <= TES_SMALL_BLOCK_MAX) list = remote_bits_take(page, summary, &remote, &tail, TES_KIND_SMALL);
+    else list = remote_bits_take(page, summary, &remote, &tail, TES_KIND_MEDIUM);
+#else
 static size_t page_collect(tes_page_t *page) {
   size_t remote = 0;
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
@@ -325,10 +319,6 @@ static size_t page_collect(tes_page_t *page) {
     }
     tes_block_t *list = tes_tf_list(tf);
     remote = tes_tf_count(tf);
-#if TES_SECURE
-    tes_block_t *tail;
-    list = remote_list_checked(page, list, &remote, &tail);
-#else
     /* Checked when the splice below walks it anyway (both lists hold
      * blocks), and when it is short; a long one is spliced unread. */
     tes_block_t *tail = NULL;
@@ -433,10 +423,23 @@ size_t tes_page_free_count(const tes_page_t *page) {
 
 bool tes_page_take_if_empty(tes_page_t *page) {
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
-  if (tes_page_live(page) > tes_tf_count(tf)) return false;
 #if TES_SECURE
-  tes_page_collect(page); /* walks the remote stack with its link checks */
+  /* Every word, not only those the summary names: a freer may set its
+   * bit after a collect took its summary bit (free.c), and no later free
+   * into those words may come. Read first: the page cannot empty while
+   * more of its blocks are live than bits are set. */
+  (void)tf;
+  _Atomic uint64_t *bits = tes_page_remote_bits(page);
+  size_t pending = 0;
+  for (size_t w = 0, words = ((size_t)page->capacity + 63) / 64; w < words; w++)
+    pending += (size_t)__builtin_popcountll(atomic_load_explicit(&bits[w], memory_order_relaxed));
+  if (tes_page_live(page) > pending) return false;
+  report_corrupt_link(page);
+  page_collect_in(page, true);
+  report_corrupt_link(page);
+  return tes_page_live(page) == 0;
 #else
+  if (tes_page_live(page) > tes_tf_count(tf)) return false;
   /* Every live block is on the stack (each one there is counted in used),
    * so no other free can come. The caller retires the page, which drops
    * its lists: they are emptied here, not spliced together (a walk of the
@@ -470,9 +473,18 @@ static bool list_contains(const tes_page_t *page, const tes_block_t *list, const
 }
 
 bool tes_page_contains_free(const tes_page_t *page, const tes_block_t *b) {
+#if TES_SECURE
+  /* Freed by another thread and not collected yet: its bit (b is a carved
+   * block start: the verdict checked). */
+  size_t i;
+  bool remote = tes_secure_block_index(page, b, &i) &&
+                (atomic_load_explicit(&tes_page_remote_bits(page)[i / 64], memory_order_acquire) >> (i % 64)) & 1;
+  return remote || list_contains(page, page->free, b) || list_contains(page, page->local_free, b);
+#else
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
   return list_contains(page, page->free, b) || list_contains(page, page->local_free, b) ||
          list_contains(page, tes_tf_list(tf), b);
+#endif
 }
 
 void tes_page_set_delayed(tes_page_t *page, uintptr_t state) {

@@ -334,8 +334,10 @@ static size_t header_bytes(void) { return offsetof(tes_segment_t, pages) + TES_S
 size_t tes_secure_header_guard(void) {
   size_t ps = tes_os_page_size();
   size_t at = (header_bytes() + ps - 1) & ~(ps - 1);
-  /* It must end before the first block page (64 KiB in a small segment). */
-  return at + ps <= ((size_t)1 << TES_SMALL_PAGE_SHIFT) ? at : 0;
+  /* It must end before the remote-free bitmaps (32 KiB; the first block
+   * page is at 64 KiB in a small segment): OS pages of 32 KiB and more go
+   * without it. */
+  return at + ps <= TES_REMOTE_BITS_OFFSET ? at : 0;
 }
 
 size_t tes_secure_first_free_offset(void) {
