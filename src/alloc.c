@@ -115,6 +115,17 @@ static TES_NOINLINE void *realloc_small_move(tes_heap_t *heap, tes_counters_t *c
                                              size_t old, size_t size) {
   size_t want = size;
   if (size > room && size - room < room / 4) want = room + room / 4;
+#if TES_SECURE
+  /* Out of the medium classes: straight to a large block with room to grow
+   * (as a large block that must move goes, tes_realloc_in), not to one at
+   * the end of its segment, against that segment's guard page, which the
+   * next realloc then grew by mremap: fresh pages in every round of a
+   * program that grows its arrays anew (CPython's lists: 4,000 page faults
+   * more than the default build in bench_python; security.*_list_grow_faults,
+   * twenty-fifth session, hsm25). */
+  if (want > TES_MEDIUM_BLOCK_MAX - TES_PADDING)
+    return realloc_moved(counters, p, old, tes_large_alloc_growable(heap, size), size);
+#endif
   void *q = tes_malloc_inline(heap, want);
 #if TES_SECURE
   if (q != NULL && want != size) tes_secure_rearm(q, size);

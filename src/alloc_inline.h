@@ -12,7 +12,8 @@
  *   page->local_free, --used; ~15 instructions; only "--used == 0" (page
  *   empty or full) calls out.
  * The secure build (TES_SECURE) adds, inline: the link decode (3
- * instructions), tes_secure_arm on malloc (4: canary and requested size)
+ * instructions) and check, a prefetch of the page's next free block (small
+ * classes, tes_page_take_in), tes_secure_arm on malloc (4: canary and requested size)
  * and tes_secure_free_quick on free (~20: block-start test, double-free
  * filter, canary); when that fails, secure.c judges and
  * reports (tail call, so the fast path saves no registers). Its bins
@@ -89,6 +90,31 @@
  * there is one) and count it as used. */
 TES_INLINE tes_block_t *tes_page_take_in(tes_page_t *page, unsigned kind) {
   tes_block_t *block = page->free;
+#if TES_SECURE
+  if (kind == TES_KIND_SMALL) {
+    /* The hardened small pop (malloc's fast path): the link checked as
+     * tes_block_next_checked_in does, with two differences. (1) The next
+     * block is prefetched: it is the page's next malloc, and a block of a
+     * page list was freed (or carved) long before, so that malloc's read of
+     * its link missed the cache (46% of the hardened malloc's samples in
+     * bench_python; the default build's bins hand back a block freed just
+     * before). (2) The decoded link is stored before the check, which then
+     * uses its register (the check's copy of it went: the prefetch costs no
+     * instruction); a link that fails the check is replaced by NULL at once,
+     * on the cold path, before anything reads page->free. */
+    tes_block_t *next = tes_block_next_in(page, block, kind);
+    page->free = next;
+    __builtin_prefetch(next);
+    uintptr_t apart = (uintptr_t)next ^ (uintptr_t)block;
+    if (tes_unlikely(apart >= ((uintptr_t)1 << TES_SEGMENT_SHIFT))) {
+      __asm__("" : "+r"(apart));
+      if (apart != (uintptr_t)block) page->corrupt_link = block; /* next is not NULL */
+      page->free = NULL;
+    }
+    page->used++;
+    return block;
+  }
+#endif
   page->free = tes_block_next_checked_in(page, block, kind);
   page->used++;
   return block;

@@ -9,7 +9,8 @@
  * of its own, and past it by growing the segment with its pages, as the
  * default build does, through tes_os_remap_guarded (the guard pages split
  * the mapping, which mremap moves only one piece at a time); only if that
- * fails is the block copied, to the front of a segment with room to grow.)
+ * fails is the block copied, to the front of a segment with room to grow,
+ * where realloc also puts a block that leaves the medium classes: alloc.c.)
  * Freeing puts the segment into the shared segment cache (bounded,
  * purged after the purge delay), so repeated multi-megabyte alloc/free cycles
  * do not become mmap/munmap storms. realloc stays in place while the block
