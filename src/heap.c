@@ -97,8 +97,8 @@ const uintptr_t tes_bin_end_words[2] = {0, 1};
 
 /* Blocks a bin of class c may hold (its limit, bin_limits_table below;
  * BIN_BLOCKS_EXPR: `kib` KiB worth, at least 2 and at most `most`): 256
- * KiB worth, at least 2 and at most 64 (more while grown: bin_grow, below), both halved for the
- * classes of 1-8 KiB, which are eight a doubling
+ * KiB worth, at least 2 and at most 64 (more while grown: bin_grow,
+ * below), both halved for the classes of 1-8 KiB, which are eight a doubling
  * (twentieth session: the same bytes a doubling as with four; with the full
  * budget the `aligned` row's peak RSS went 10.4 -> 16.5 MiB), so all bins of
  * a heap full at once hold about 6.8 MiB, until the next flush;
@@ -116,10 +116,11 @@ const uintptr_t tes_bin_end_words[2] = {0, 1};
 /* share = tes_class_steps(c) / 4 (2 for the eighths), n = (kib KiB) /
  * share / size of c, then n clamped to [2, most / share]: a constant
  * expression (tests/lib/unit_bin_limits.c checks the table against it). */
-#define BIN_SHARE_(c) ((unsigned)(c)-TES_CLASS_EIGHTHS_FIRST < TES_CLASS_EIGHTHS_END - TES_CLASS_EIGHTHS_FIRST ? 2u : 1u)
+#define BIN_SHARE_(c) ((c) >= TES_CLASS_EIGHTHS_FIRST && (c) < TES_CLASS_EIGHTHS_END ? 2u : 1u)
 #define BIN_N_(c, kib) (((size_t)(kib) << 10) / BIN_SHARE_(c) / TES_CLASS_SIZE_EXPR(c))
-#define BIN_BLOCKS_EXPR(c, most, kib)                                                                                  \
-  (BIN_N_(c, kib) < 2 ? 2u : BIN_N_(c, kib) > (most) / BIN_SHARE_(c) ? (most) / BIN_SHARE_(c) : (unsigned)BIN_N_(c, kib))
+#define BIN_BLOCKS_EXPR(c, most, kib)                                                                  \
+  (BIN_N_(c, kib) < 2 ? 2u                                                                             \
+   : BIN_N_(c, kib) > (most) / BIN_SHARE_(c) ? (most) / BIN_SHARE_(c) : (unsigned)BIN_N_(c, kib))
 /* A bin's limits, per class, for TESSERA_BINS off ([0]: none) and on ([1]),
  * built at compile time: a flush sets every bin's from here. Worked out
  * at each flush (two divisions and the option a class), they were 2,660 of
@@ -1254,9 +1255,10 @@ __attribute__((cold)) void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, te
    * for good, review23). Read at every call, the clock and the work once
    * per purge delay cost 0.10-0.15 instructions a pair in fastpath.sh's
    * ping-pong under callgrind (budget 44, at 44.0), nearly all of it
-   * bins_flush (6,700 instructions each, most of them bins_set_limits) of
-   * the bins the warm-up left. At one call in 64 the budget's runs (6 and
-   * 12 calls) read no clock; 2 M pairs 44.012 against 44.008. A call comes
+   * bins_flush (6,700 instructions each then, 2,660 of them working out
+   * the limits; a table and a skip of untouched bins since, the
+   * twenty-fifth session) of the bins the warm-up left. At one call in 64
+   * the budget's runs (6 and 12 calls) read no clock; 2 M pairs 44.012 against 44.008. A call comes
    * at most once in 256 pops of a bin (a ping-pong's bin of 64: once in
    * 16,384 pairs), so the work runs at most 64 calls (some 1 M pops, a few
    * ms at such a loop's speed) after it fell due. */

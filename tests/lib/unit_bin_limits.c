@@ -121,8 +121,8 @@ int main(void) {
   unsigned popped = tes_class_of(48);
   for (int i = 0; i < 10; i++) free(malloc(48));
   uint64_t pops = tes_bin_pops(&heap->bins[popped]), allocs = heap->counters.class_allocs[popped];
-  CHECK(pops > 0 && tes_bin_held(kbin) == N, "before the flush: pops %llu, 1 KiB bin holds %u", (unsigned long long)pops,
-        tes_bin_held(kbin));
+  CHECK(pops > 0 && tes_bin_held(kbin) == N, "before the flush: pops %llu, 1 KiB bin holds %u",
+        (unsigned long long)pops, tes_bin_held(kbin));
   tes_collect(false);
   CHECK(check_limits("after a flush", heap, true, true) == 0, "flush");
   CHECK(heap->bins_grown == 0, "grown %zu after the flush", heap->bins_grown);
