@@ -95,10 +95,10 @@ static const uint8_t direct_first[DIRECT_CLASSES] = {DIRECT_FIRST_4(0),  DIRECT_
 tes_bin_t tes_bin_closed = {.head = TES_BIN_END}; /* room 0 for ever: retired, abandoned and secure pages */
 const uintptr_t tes_bin_end_words[2] = {0, 1};
 
-/* Blocks a bin of class c may hold (bin_limit; bin_blocks: `kib` KiB
- * worth, at least 2 and at most `most`): 256 KiB worth, at least 2 and at
- * most 64 (more while grown: bin_grow, below), both halved for the
- * classes of 1-8 KiB, which are eight a doubling
+/* Blocks a bin of class c may hold (its limit, bin_limits_table below;
+ * BIN_BLOCKS_EXPR: `kib` KiB worth, at least 2 and at most `most`): 256
+ * KiB worth, at least 2 and at most 64 (more while grown: bin_grow,
+ * below), both halved for the classes of 1-8 KiB, which are eight a doubling
  * (twentieth session: the same bytes a doubling as with four; with the full
  * budget the `aligned` row's peak RSS went 10.4 -> 16.5 MiB), so all bins of
  * a heap full at once hold about 6.8 MiB, until the next flush;
@@ -111,39 +111,58 @@ const uintptr_t tes_bin_end_words[2] = {0, 1};
  * 4 MiB: 85.2 M; RELIABILITY.md, twentieth session). Less is slower where
  * medium blocks churn: fit-large ran 1.27x the time with 128 KiB worth (at
  * least 2), 1.52x with 32 KiB (at least 1); see PERFORMANCE.md. */
-static uint32_t bin_blocks(unsigned c, size_t most, size_t kib) {
-  if (!tes_opt(TES_OPTION_BINS)) return 0;
-  if (TES_SECURE && tes_class_size(c) <= TES_SMALL_BLOCK_MAX) return 0; /* hardened: medium classes only (internal.h) */
-  const size_t share = tes_class_steps(c) / 4; /* 2 for the eighths */
-  size_t n = (kib << 10) / share / tes_class_size(c); /* KiB worth */
-  most /= share;
-  return n < 2 ? 2 : n > most ? (uint32_t)most : (uint32_t)n;
-}
-#if TES_SECURE
-static uint32_t bin_limit(unsigned c) { return bin_blocks(c, TES_SBIN_SLOTS, 1024); }
-#else
-static uint32_t bin_limit(unsigned c) { return bin_blocks(c, 64, 256); }
-#endif
-
-/* What bin_grow may raise a bin to (1 MiB worth), and the heap's bins by in all. */
+/* What bin_grow may raise a bin to: 1 MiB worth (and TES_BIN_GROWN_BLOCKS). */
 #define TES_BIN_GROWN_KIB 1024
+/* share = tes_class_steps(c) / 4 (2 for the eighths), n = (kib KiB) /
+ * share / size of c, then n clamped to [2, most / share]: a constant
+ * expression (tests/lib/unit_bin_limits.c checks the table against it). */
+#define BIN_SHARE_(c) ((c) >= TES_CLASS_EIGHTHS_FIRST && (c) < TES_CLASS_EIGHTHS_END ? 2u : 1u)
+#define BIN_N_(c, kib) (((size_t)(kib) << 10) / BIN_SHARE_(c) / TES_CLASS_SIZE_EXPR(c))
+#define BIN_BLOCKS_EXPR(c, most, kib)                                                                  \
+  (BIN_N_(c, kib) < 2 ? 2u                                                                             \
+   : BIN_N_(c, kib) > (most) / BIN_SHARE_(c) ? (most) / BIN_SHARE_(c) : (unsigned)BIN_N_(c, kib))
+/* A bin's limits, per class, for TESSERA_BINS off ([0]: none) and on ([1]),
+ * built at compile time: a flush sets every bin's from here. Worked out
+ * at each flush (two divisions and the option a class), they were 2,660 of
+ * a flush's 7,300 instructions (lib.flush_budget; PERFORMANCE.md,
+ * twenty-fifth session, flush25). */
+typedef struct {
+  uint16_t limit; /* tes_bin_t.limit, tes_sbin_t.limit */
+  uint16_t most;  /* tes_bin_t.most (default build) */
+} bin_limits_t;
+#if TES_SECURE
+/* Medium classes only (internal.h), 1 MiB worth, at most TES_SBIN_SLOTS. */
+#define BIN_LIMITS_(c) {(c) < TES_MEDIUM_CLASS_FIRST ? 0u : BIN_BLOCKS_EXPR(c, TES_SBIN_SLOTS, 1024), 0}
+#else
+#define BIN_LIMITS_(c) {BIN_BLOCKS_EXPR(c, 64, 256), BIN_BLOCKS_EXPR(c, TES_BIN_GROWN_BLOCKS, TES_BIN_GROWN_KIB)}
+#endif
+#define BIN_LIMITS_4_(c) BIN_LIMITS_(c), BIN_LIMITS_((c) + 1), BIN_LIMITS_((c) + 2), BIN_LIMITS_((c) + 3)
+#define BIN_LIMITS_16_(c) BIN_LIMITS_4_(c), BIN_LIMITS_4_((c) + 4), BIN_LIMITS_4_((c) + 8), BIN_LIMITS_4_((c) + 12)
+static const bin_limits_t bin_limits_table[2][TES_CLASS_COUNT] = {
+    {{0, 0}}, {BIN_LIMITS_16_(0), BIN_LIMITS_16_(16), BIN_LIMITS_16_(32), BIN_LIMITS_16_(48)}};
+static_assert(TES_CLASS_COUNT == 64, "bin_limits_table lists 64 classes");
+/* The limits of every class under the current TESSERA_BINS setting. */
+static const bin_limits_t *bin_limits(void) { return bin_limits_table[tes_opt(TES_OPTION_BINS) != 0]; }
+
+/* What bin_grow may raise the heap's bins by in all. */
 #define TES_BIN_GROWN_MAX ((size_t)8 << 20)
 /* With no bin grown, tes_bin_room_out reads the clock (and runs the
  * deferred work when due) at one call in this many (below). */
 #define TES_ROOM_OUT_CLOCK 64
 
 /* Set the limits of empty bins (the option may have changed since). */
-static void bins_set_limits(tes_heap_t *heap) {
+static __attribute__((cold)) void bins_set_limits(tes_heap_t *heap) {
+  const bin_limits_t *limits = bin_limits();
 #if !TES_SECURE
   heap->bins_grown = 0;
 #endif
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
 #if TES_SECURE
-    if (c >= TES_MEDIUM_CLASS_FIRST) tes_sbin_of(heap, c)->limit = bin_limit(c);
+    if (c >= TES_MEDIUM_CLASS_FIRST) tes_sbin_of(heap, c)->limit = limits[c].limit;
 #else
     tes_bin_t *bin = &heap->bins[c];
-    bin->limit = bin_limit(c);
-    bin->most = bin_blocks(c, TES_BIN_GROWN_BLOCKS, TES_BIN_GROWN_KIB);
+    bin->limit = limits[c].limit;
+    bin->most = limits[c].most;
     bin->tally = TES_BIN_TALLY(bin->limit); /* the bins are empty, the pops folded */
 #endif
   }
@@ -379,9 +398,29 @@ static void class_bin_flush(tes_heap_t *heap, unsigned c) {
 
 /* Every bin of the heap, then take the current TESSERA_BINS setting. */
 static void bins_flush(tes_heap_t *heap) {
+#if TES_SECURE
   bins_fold(heap, false);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) class_bin_flush(heap, c);
   bins_set_limits(heap);
+#else
+  const bin_limits_t *limits = bin_limits();
+  heap->bins_grown = 0;
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    tes_bin_t *bin = &heap->bins[c];
+    /* Untouched since the last flush (empty, no pops counted, its limits
+     * those of now): nothing to fold, give back or set. Most bins of a
+     * flush are (lib.flush_budget: 56 of 64; the fold, walk and set of all
+     * 64 were 4,600 of a flush's 7,300 instructions). */
+    if (bin->head == TES_BIN_END && bin->limit == limits[c].limit && bin->most == limits[c].most &&
+        bin->tally == TES_BIN_TALLY(limits[c].limit))
+      continue;
+    bin_fold_one(heap, c, false);
+    bin_flush(bin);
+    bin->limit = limits[c].limit;
+    bin->most = limits[c].most;
+    bin->tally = TES_BIN_TALLY(bin->limit); /* empty, the pops folded */
+  }
+#endif
 }
 
 /* bins_flush for the park: the default build's bins keep the blocks whose
@@ -391,8 +430,15 @@ static void bins_park(tes_heap_t *heap) {
   bins_flush(heap);
 #else
   bins_fold(heap, false);
-  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) bin_park(&heap->bins[c], bin_limit(c));
-  heap->bins_grown = 0; /* every limit is back to bin_limit's */
+  const bin_limits_t *limits = bin_limits();
+  for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
+    bin_park(&heap->bins[c], limits[c].limit);
+    /* The ceiling too: a heap parked while TESSERA_BINS was off kept 0
+     * there after a park with it on, and its next owners' bins could not
+     * grow until its next flush (unit_bin_limits). */
+    heap->bins[c].most = limits[c].most;
+  }
+  heap->bins_grown = 0; /* every limit is back to the table's */
 #endif
 }
 
@@ -1209,9 +1255,10 @@ __attribute__((cold)) void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, te
    * for good, review23). Read at every call, the clock and the work once
    * per purge delay cost 0.10-0.15 instructions a pair in fastpath.sh's
    * ping-pong under callgrind (budget 44, at 44.0), nearly all of it
-   * bins_flush (6,700 instructions each, most of them bins_set_limits) of
-   * the bins the warm-up left. At one call in 64 the budget's runs (6 and
-   * 12 calls) read no clock; 2 M pairs 44.012 against 44.008. A call comes
+   * bins_flush (6,700 instructions each then, 2,660 of them working out
+   * the limits; a table and a skip of untouched bins since, the
+   * twenty-fifth session) of the bins the warm-up left. At one call in 64
+   * the budget's runs (6 and 12 calls) read no clock; 2 M pairs 44.012 against 44.008. A call comes
    * at most once in 256 pops of a bin (a ping-pong's bin of 64: once in
    * 16,384 pairs), so the work runs at most 64 calls (some 1 M pops, a few
    * ms at such a loop's speed) after it fell due. */

@@ -400,6 +400,41 @@ static int medium_bins_only(void) {
   return 0;
 }
 
+/* Every medium class's bin limit: 1 MiB worth of blocks, at least 2, at
+ * most TES_SBIN_SLOTS, as the formula heap.c worked out at every flush
+ * until the twenty-fifth session (now its compile-time table,
+ * bin_limits_table); 0 with TESSERA_BINS off. On a new heap and after a
+ * flush (collect), with the option on, off and on again. */
+static int sbin_limits_are(tes_heap_t *heap, bool on, const char *where) {
+  for (unsigned c = TES_MEDIUM_CLASS_FIRST; c < TES_CLASS_COUNT; c++) {
+    size_t n = ((size_t)1024 << 10) / tes_class_size(c);
+    uint32_t want = !on ? 0 : n < 2 ? 2 : n > TES_SBIN_SLOTS ? TES_SBIN_SLOTS : (uint32_t)n;
+    if (tes_sbin_of(heap, c)->limit != want) {
+      printf("%s: class %zu: bin limit %u, want %u\n", where, tes_class_size(c), tes_sbin_of(heap, c)->limit, want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int sbin_limits(void) {
+  free(malloc(100)); /* the thread's heap */
+  tes_heap_t *heap = tes_tls_heap;
+  if (sbin_limits_are(heap, true, "a new heap")) return 1;
+  void *m = malloc(20000);
+  free(m);
+  tes_collect(false);
+  if (sbin_limits_are(heap, true, "after a flush")) return 1;
+  if (tes_option_set(TES_OPTION_BINS, 0) != 0) return 2;
+  tes_collect(false);
+  if (sbin_limits_are(heap, false, "bins off")) return 1;
+  if (tes_option_set(TES_OPTION_BINS, 1) != 0) return 2;
+  tes_collect(false);
+  if (sbin_limits_are(heap, true, "bins on again")) return 1;
+  printf("medium bin limits: as the formula, every class\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "remote_refill_single_local") == 0) return remote_refill_single_local();
   if (argc == 2 && strcmp(argv[1], "owner_remote_race") == 0) return owner_remote_race(48, 64, 10, 0, false);
@@ -415,11 +450,12 @@ int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "free_count_interior_link") == 0) return free_count_interior_link();
   if (argc == 2 && strcmp(argv[1], "medium_bins_only") == 0) return medium_bins_only();
   if (argc == 2 && strcmp(argv[1], "remote_bit_after_collect") == 0) return remote_bit_after_collect();
+  if (argc == 2 && strcmp(argv[1], "sbin_limits") == 0) return sbin_limits();
   if (argc == 2 && strcmp(argv[1], "large_free_race") == 0) return large_free_race();
   if (argc == 2 && strcmp(argv[1], "large_free_race_late") == 0) return large_free_race_late();
   fprintf(stderr,
           "usage: %s free_count_interior_link|large_free_race[_late]|owner_remote_race[_rest[_damaged]|_single|_delayed]|"
-          "remote_refill_single_local\n",
+          "remote_refill_single_local|medium_bins_only|remote_bit_after_collect|sbin_limits\n",
           argv[0]);
   return 2;
 }
