@@ -694,7 +694,11 @@ static void purge_expired_locked(tes_heap_t *heap, int64_t now, bool force) {
  * passes after the first, every one a page of this purge, 13% of the row's
  * time; peak RSS the same without it). The retake does not raise the purge
  * delay (that held footprint's memory: peak RSS 1.10x; PERFORMANCE.md,
- * twenty-fourth session, trace24). purge_lock held. */
+ * twenty-fourth session, trace24). A large block about to be written in
+ * fresh memory calls it too (large.c, purge_for_large_growth), with
+ * carved_only: pages of any size may serve the program's next requests
+ * there, so only those it carved and emptied go, not the dirty pages of a
+ * segment it took from the cache a moment ago. purge_lock held. */
 void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes, bool carved_only) {
   if (heap->purge.first == NULL) return;
   int64_t now = tes_os_clock_ms();
