@@ -140,7 +140,7 @@ typedef enum tes_option_e {
   TES_OPTION_BINS,              /* 1: per-class bins of recently freed blocks (default build), 0: off */
   TES_OPTION_PURGE_THREAD,      /* 1: a background thread returns freed memory of idle threads (0/1) */
   TES_OPTION_HEAP_PARK,         /* 1: an exited thread's heap waits whole for the next new thread (both builds), 0: abandoned at once */
-  TES_OPTION_LARGE_PACK,        /* 1: large blocks up to 1 MiB share 4 MiB segments (default build only), 0 (default): a segment each */
+  TES_OPTION_LARGE_PACK,        /* 1 (default build's default): large blocks up to 1 MiB share 4 MiB segments; 0 (hardened build): a segment each */
   TES_OPTION_COUNT
 } tes_option_t;
 

@@ -656,6 +656,16 @@ static void purge_list_remove(tes_heap_t *heap, tes_page_t *page) {
   page->purge_pending = 0;
 }
 
+/* What a retired page's blocks were carved to (0: a page of a segment taken
+ * dirty from the cache that this heap never carved, schedule_dirty_pages). */
+static size_t retired_carved(const tes_page_t *page) {
+#if TES_SECURE
+  return (size_t)page->retired_capacity * page->block_size;
+#else
+  return (size_t)page->capacity * page->block_size;
+#endif
+}
+
 /* What a retired page can hold resident, at most: the blocks carved in it
  * (a page scheduled with a segment taken dirty from the cache,
  * schedule_dirty_pages, was carved by an earlier owner: all of it). The
@@ -666,23 +676,20 @@ static void purge_list_remove(tes_heap_t *heap, tes_page_t *page) {
  * the default build's 432). */
 static size_t retired_bytes(const tes_page_t *page) {
   size_t page_size = (size_t)1 << tes_segment_of(page)->page_shift;
-#if TES_SECURE
-  size_t carved = (size_t)page->retired_capacity * page->block_size;
-#else
-  size_t carved = (size_t)page->capacity * page->block_size;
-#endif
+  size_t carved = retired_carved(page);
   return carved == 0 || carved > page_size ? page_size : carved;
 }
 
-/* Purge the list's first page and the pages that follow it in its segment,
- * due at `now` (all of them when force); returns the bytes purged. With
+/* Purge `first` (a page on the purge list) and the pages that follow it in
+ * the list and in its segment, due at `now` (all of them when force; with
+ * carved_only, those this heap carved); returns the bytes purged. With
  * `excess`, the run stops once the pages purged account for that many
  * bytes (retired_bytes), which it counts down. A forced purge dates its
  * pages `stamp`: 0 (a purge the program asked for, or a heap leaving: a
  * retake is not judged), or the clock negated (the growth purge: purge.c,
  * tes_purge_note_retake). The purge_lock is held. */
-static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force, size_t *excess, int64_t stamp) {
-  tes_page_t *first = heap->purge.first;
+static size_t purge_run_locked(tes_heap_t *heap, tes_page_t *first, int64_t now, bool force, size_t *excess,
+                               int64_t stamp, bool carved_only) {
   /* The next pages of the list that are due and follow this one in its
    * segment go in the same call (purge_expire now dates the purge, for
    * tes_purge_note_retake; a forced one, tes_collect, is the program's
@@ -691,7 +698,8 @@ static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force, 
   unsigned count = 0;
   tes_page_t *page = first;
   while (page != NULL && first->index + count < seg->page_count && page == &seg->pages[first->index + count] &&
-         (force || page->purge_expire <= now) && (excess == NULL || count == 0 || *excess > 0)) {
+         (force || page->purge_expire <= now) && (!carved_only || retired_carved(page) != 0) &&
+         (excess == NULL || count == 0 || *excess > 0)) {
     tes_page_t *next = page->next;
     if (excess != NULL) {
       size_t bytes = retired_bytes(page);
@@ -704,6 +712,10 @@ static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force, 
   }
   tes_segment_purge_pages(first, count);
   return (size_t)count << seg->page_shift;
+}
+
+static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force, size_t *excess, int64_t stamp) {
+  return purge_run_locked(heap, heap->purge.first, now, force, excess, stamp, false);
 }
 
 /* Purge the pages due at `now` (all of them when force); purge_lock held. */
@@ -728,13 +740,26 @@ static void purge_expired_locked(tes_heap_t *heap, int64_t now, bool force) {
  * passes after the first, every one a page of this purge, 13% of the row's
  * time; peak RSS the same without it). The retake does not raise the purge
  * delay (that held footprint's memory: peak RSS 1.10x; PERFORMANCE.md,
- * twenty-fourth session, trace24). purge_lock held. */
-void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes) {
+ * twenty-fourth session, trace24). A large block about to be written in
+ * fresh memory calls it too (large.c, purge_for_large_growth), with
+ * carved_only: pages of any size may serve the program's next requests
+ * there, so only those it carved and emptied go, not the dirty pages of a
+ * segment it took from the cache a moment ago. purge_lock held. */
+void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes, bool carved_only) {
   if (heap->purge.first == NULL) return;
   int64_t now = tes_os_clock_ms();
   if (tes_purge_growth_held(now)) return; /* retaken soon: no purge ahead of time */
   size_t done = 0;
-  while (heap->purge.first != NULL && done < bytes) done += purge_first_run_locked(heap, 0, true, NULL, -now);
+  for (tes_page_t *page = heap->purge.first; page != NULL && done < bytes;) {
+    if (carved_only && retired_carved(page) == 0) {
+      page = page->next;
+      continue;
+    }
+    tes_page_t *before = page->prev; /* the run leaves the list after it */
+    done += purge_run_locked(heap, page, 0, true, NULL, -now, carved_only);
+    page = before != NULL ? before->next : heap->purge.first;
+  }
+  if (done != 0) tes_purge_note_growth(now, done);
   purge_due_update(heap);
 }
 

@@ -1126,7 +1126,8 @@ void tes_heap_purge_cancel(tes_heap_t *heap, tes_page_t *page);
  * raised while purged memory is retaken soon after its purge), and the
  * report of such a retake (purged_at: ms clock of the purge, 0 if forced). */
 int64_t tes_purge_delay(int64_t now);
-void tes_purge_note_retake(int64_t purged_at);
+void tes_purge_note_retake(int64_t purged_at, size_t bytes);
+void tes_purge_note_growth(int64_t now, size_t bytes); /* a growth purge gave back bytes */
 bool tes_purge_growth_held(int64_t now); /* a growth purge's page was retaken soon: hold that purge off */
 void tes_purge_note_retake_at(int64_t purged_at, int64_t now); /* the same at a given clock (tests) */
 /* purge.c: the purge thread (TESSERA_PURGE_THREAD): started at load
@@ -1143,7 +1144,7 @@ int64_t tes_heaps_purge_next(void);
 int64_t tes_cache_purge_due(void);
 void tes_heap_purge_schedule(tes_heap_t *heap, tes_page_t *page);
 void tes_heap_purge_schedule_pages(tes_heap_t *heap, tes_segment_t *seg, uint64_t mask); /* bit i: seg->pages[i] */
-void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes); /* purge_lock held */
+void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes, bool carved_only); /* purge_lock held */
 void tes_abandoned_lock(void);
 void tes_abandoned_unlock(void);
 extern tes_segment_t *tes_abandoned_list;     /* under tes_abandoned_lock */

@@ -1,7 +1,7 @@
 /* large.c — blocks above the largest size class (128 KiB).
  *
- * Each large block has a segment of its own (unless TESSERA_LARGE_PACK=1 packs
- * it with others, "Packed blocks" below): header at the segment start, the
+ * Each large block has a segment of its own (unless it is packed with others,
+ * TESSERA_LARGE_PACK, the default build's default: "Packed blocks" below): header at the segment start, the
  * block at large_offset (512 bytes, or the requested alignment), size rounded
  * to 4 MiB. (The hardened build places the block at the END of its segment
  * instead, right before the segment's guard page, so a fresh block costs no
@@ -467,12 +467,15 @@ static int64_t waiting_due(void) {
  * `footprint` (64 KiB-1 MiB blocks after its medium phase): one segment a
  * block mapped 44 MB of new segments in that phase while 48 MB that the
  * medium blocks left sat in the cache; packed, the phase makes 4,200 page
- * faults instead of 13,800. Off by default (TESSERA_LARGE_PACK=0):
- * `footprint` peaks 2% higher packed (124.6 against 121.9 MB, 7 runs; its
- * large phase starts while the small and medium memory it freed before is
- * still resident); `mixed`, 68 MB packed against 62 MB until the spares
- * below, is now 57-58 MB (docs/PERFORMANCE.md, twentieth and
- * twenty-first sessions). */
+ * faults instead of 13,800. On by default since the twenty-fifth session
+ * (TESSERA_LARGE_PACK=0 for a segment a block): `footprint` peaked 2%
+ * higher packed (124.6 against 121.9 MB, 7 runs; its large phase started
+ * while the small and medium memory it freed before was still resident)
+ * until a large block written in fresh memory purged the heap's retired
+ * pages first (purge_for_large_growth): 116 MB packed, 117-133 MB with a
+ * segment a block; `mixed`, 68 MB packed against 62 MB until the spares
+ * below, is now 57-58 MB (docs/PERFORMANCE.md, twentieth, twenty-first and
+ * twenty-fifth sessions). */
 #define PACK_GRANULE_SHIFT TES_PACK_GRANULE_SHIFT
 #define PACK_GRANULE ((size_t)1 << PACK_GRANULE_SHIFT)
 #define PACK_MAX ((size_t)1 << 20)
@@ -507,6 +510,9 @@ static pack_host_t *hosts, *hosts_last;
  * faults against 17,500). With 8: 19 trips, 58 MB and 14,400 faults. */
 #define PACK_SPARES 8
 static unsigned spares; /* empty hosts on `hosts` */
+/* Under large_lock; stored atomically, since tes_large_spare_to_cache
+ * peeks at it without the lock (ThreadSanitizer). */
+static void spares_add(int delta) { __atomic_store_n(&spares, spares + (unsigned)delta, __ATOMIC_RELAXED); }
 
 static pack_host_t *host_table(tes_segment_t *host) { return (pack_host_t *)((uint8_t *)host + TES_LARGE_OFFSET); }
 static tes_segment_t *host_of(pack_host_t *h) { return (tes_segment_t *)((uint8_t *)h - TES_LARGE_OFFSET); }
@@ -558,7 +564,7 @@ static void host_unlink_locked(pack_host_t *h) {
   if (h->next) h->next->prev = h->prev;
   else hosts_last = h->prev;
   h->next = h->prev = NULL;
-  if (h->free_mask == PACK_ALL) spares--;
+  if (h->free_mask == PACK_ALL) spares_add(-1);
 }
 
 /* An empty host off the list goes to the cache, its dirty granules noted. */
@@ -637,12 +643,12 @@ static tes_segment_t *pack_take(size_t span) {
     h->prev = hosts_last;
     *(hosts_last != NULL ? &hosts_last->next : &hosts) = h;
     hosts_last = h;
-    spares++; /* empty until the run below is taken */
+    spares_add(1); /* empty until the run below is taken */
     host_schedule_locked(h, waiting_due());
   }
   uint64_t run = run_mask(first, count);
   uint64_t back = h->purged_mask & run, dirty = h->dirty_mask & run;
-  if (h->free_mask == PACK_ALL) spares--; /* in use again */
+  if (h->free_mask == PACK_ALL) spares_add(-1); /* in use again */
   h->free_mask &= ~run;
   h->purged_mask &= ~run;
   h->dirty_mask &= ~run;
@@ -715,11 +721,15 @@ static void pack_release(tes_segment_t *seg) {
   h->free_mask |= run_mask(first, count);
   h->dirty_mask |= dirty;
   pack_host_t *out = NULL;
-  if (h->free_mask == PACK_ALL) h->empty_since = tes_os_clock_ms();
-  if (h->free_mask == PACK_ALL && ++spares > PACK_SPARES) {
-    for (out = hosts; out->free_mask != PACK_ALL || out == h; out = out->next) {
+  if (h->free_mask == PACK_ALL) {
+    h->empty_since = tes_os_clock_ms();
+    unsigned now_spare = spares + 1;
+    __atomic_store_n(&spares, now_spare, __ATOMIC_RELAXED);
+    if (now_spare > PACK_SPARES) {
+      for (out = hosts; out->free_mask != PACK_ALL || out == h; out = out->next) {
+      }
+      host_unlink_locked(out); /* the oldest spare goes, this one stays */
     }
-    host_unlink_locked(out); /* the oldest spare goes, this one stays */
   }
   if (due != 0) host_schedule_locked(h, due);
   tes_unlock(&large_lock);
@@ -920,6 +930,30 @@ static void purge_what_is_due(tes_heap_t *heap) {
   tes_cache_purge(false);
 }
 
+/* A large block about to be written where nothing is resident (a fresh
+ * mapping, a purged cached segment, purged or new granules of a host): the
+ * heap's retired pages still waiting for their purge go first, up to the
+ * block's fresh bytes, as before a fresh small or medium segment
+ * (heap.c, tes_heap_purge_for_growth). Only pages this heap carved and
+ * emptied: the dirty pages of a segment it took from the cache a moment ago
+ * (schedule_dirty_pages) are the ones it is about to carve (footprint's
+ * small phase, whose pointer array grows by realloc, took 42 such pages
+ * back through page faults). Without it, footprint's large phase wrote its
+ * blocks in fresh memory beside the 12 MB of small pages its medium phase
+ * had freed, for the purge delay: peak 133 MB, 116 MB with it (packed;
+ * docs/PERFORMANCE.md, foot25). A trylock: a sweep holding the lock is
+ * purging these pages already. Out of line, and called only when the block
+ * reaches past what was dirty: inlined, its load cost the packed 200 KiB
+ * cycle 4 instructions a cycle (lib.large_cycle_budget). */
+#if !TES_SECURE
+static TES_NOINLINE void purge_for_large_growth(tes_heap_t *heap, size_t fresh) {
+  if (atomic_load_explicit(&heap->purge_due, memory_order_relaxed) == INT64_MAX) return; /* none waits */
+  if (!tes_trylock(&heap->purge_lock)) return;
+  tes_heap_purge_for_growth(heap, fresh, true);
+  tes_unlock(&heap->purge_lock);
+}
+#endif
+
 /* growable (hardened build, realloc only): the block goes to the front of
  * a segment with as much room again behind it, followed by a guard page of
  * its own, which tes_large_realloc then moves as the block grows. */
@@ -1024,7 +1058,10 @@ static void *large_alloc(tes_heap_t *heap, size_t size, size_t alignment, bool z
     seg->tail_from = keep;
     seg->tail_bytes = round_up(seg->dirty_end, tes_os_page_size()) - keep;
   }
-  if (seg->dirty_end < offset + usable) seg->dirty_end = offset + usable;
+  if (seg->dirty_end < offset + usable) { /* (seg->dirty_end is `dirty`) */
+    seg->dirty_end = offset + usable;
+    purge_for_large_growth(heap, offset + usable - dirty);
+  }
   bool block_dirty = dirty > offset;
 #endif
   seg->page_shift = 63;

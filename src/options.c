@@ -26,8 +26,9 @@ static const tes_option_desc_t option_table[TES_OPTION_COUNT] = {
     [TES_OPTION_BINS] = {"bins", 1, 0, 1},
     [TES_OPTION_PURGE_THREAD] = {"purge_thread", 0, 0, 1},
     [TES_OPTION_HEAP_PARK] = {"heap_park", 1, 0, 1},
-    /* The hardened build keeps a segment (and a guard page) a block: 0 only. */
-    [TES_OPTION_LARGE_PACK] = {"large_pack", 0, 0, TES_SECURE ? 0 : 1},
+    /* The hardened build keeps a segment (and a guard page) a block: 0 only.
+     * The default build packs since the twenty-fifth session (large.c). */
+    [TES_OPTION_LARGE_PACK] = {"large_pack", TES_SECURE ? 0 : 1, 0, TES_SECURE ? 0 : 1},
 };
 
 long tes_option_values[TES_OPTION_COUNT] = {
@@ -42,7 +43,7 @@ long tes_option_values[TES_OPTION_COUNT] = {
     [TES_OPTION_BINS] = 1,
     [TES_OPTION_PURGE_THREAD] = 0,
     [TES_OPTION_HEAP_PARK] = 1,
-    [TES_OPTION_LARGE_PACK] = 0,
+    [TES_OPTION_LARGE_PACK] = TES_SECURE ? 0 : 1,
 };
 
 /* Parse a decimal integer (blanks around it, a sign, a trailing newline

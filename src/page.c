@@ -57,7 +57,7 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
   tes_secure_page_init(page);
 #endif
   if (page->purged) {
-    tes_purge_note_retake(page->purge_expire); /* purged, and wanted again: how soon? */
+    tes_purge_note_retake(page->purge_expire, page_size); /* purged, and wanted again: how soon? */
     page->purged = 0;
     seg->purged_bytes -= page_size;
     tes_os_commit_note((int64_t)page_size);

@@ -48,16 +48,45 @@ int64_t tes_purge_delay(int64_t now) {
 }
 
 /* The growth purge's pages (heap.c, tes_heap_purge_for_growth) carry their
- * purge time negated: a retake of one within PREMATURE_FACTOR delays holds
- * that purge off for CALM_MS, and leaves the delay alone (the delay did not
+ * purge time negated: retakes of them within PREMATURE_FACTOR delays hold
+ * that purge off for CALM_MS, and leave the delay alone (the delay did not
  * choose that purge; raised by its retakes, it held bench_footprint's
- * freed memory: peak RSS 1.10x). */
+ * freed memory: peak RSS 1.10x). Twenty-fifth session: the hold needs
+ * evidence, retakes of GROWTH_HOLD_MIN bytes at least and of a
+ * GROWTH_HOLD_SHARE of what growth purges gave back, both counted since
+ * the window (restarted every CALM_MS) began. One retake held it: two
+ * pages of 64 KiB that bench_footprint's medium phase purged and took back
+ * at once held the purge off for the rest of the run, and the large phase
+ * then kept the small phase's retired pages beside its fresh memory (peak
+ * 133 MB, 116 MB with the purge; PERFORMANCE.md, foot25). */
+#define GROWTH_HOLD_MIN ((int64_t)1 << 20)
+#define GROWTH_HOLD_SHARE 4 /* retaken at least a quarter of what was purged */
 static _Atomic int64_t growth_held_until;
+static _Atomic int64_t growth_window_start, growth_purged, growth_retaken;
 
-void tes_purge_note_retake(int64_t purged_at) {
+static void growth_window_roll(int64_t now) {
+  int64_t start = atomic_load_explicit(&growth_window_start, memory_order_relaxed);
+  if (now - start < CALM_MS) return;
+  if (atomic_compare_exchange_strong_explicit(&growth_window_start, &start, now, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+    atomic_store_explicit(&growth_purged, 0, memory_order_relaxed);
+    atomic_store_explicit(&growth_retaken, 0, memory_order_relaxed);
+  }
+}
+
+void tes_purge_note_growth(int64_t now, size_t bytes) {
+  growth_window_roll(now);
+  atomic_fetch_add_explicit(&growth_purged, (int64_t)bytes, memory_order_relaxed);
+}
+
+void tes_purge_note_retake(int64_t purged_at, size_t bytes) {
   if (purged_at < 0) {
     int64_t now = tes_os_clock_ms(), delay = tes_purge_delay(now);
-    if (delay > 0 && now + purged_at < PREMATURE_FACTOR * delay)
+    if (delay <= 0 || now + purged_at >= PREMATURE_FACTOR * delay) return;
+    growth_window_roll(now);
+    int64_t retaken = atomic_fetch_add_explicit(&growth_retaken, (int64_t)bytes, memory_order_relaxed) + (int64_t)bytes;
+    if (retaken >= GROWTH_HOLD_MIN &&
+        retaken * GROWTH_HOLD_SHARE >= atomic_load_explicit(&growth_purged, memory_order_relaxed))
       atomic_store_explicit(&growth_held_until, now + CALM_MS, memory_order_relaxed);
     return;
   }

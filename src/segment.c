@@ -401,7 +401,7 @@ tes_segment_t *tes_segment_obtain(size_t size, size_t alignment) {
    * MB while eight spares kept their dirty granules and it mapped anew). */
   if (seg == NULL && size == TES_SEGMENT_SIZE && tes_large_spare_to_cache()) seg = tes_cache_take(size, max, alignment);
   if (seg != NULL) {
-    if (seg->cache_purged) tes_purge_note_retake(seg->cache_expire); /* purged, and wanted again: how soon? */
+    if (seg->cache_purged) tes_purge_note_retake(seg->cache_expire, seg->size); /* purged, and wanted again: how soon? */
     return seg;
   }
   int saved = errno;
@@ -539,7 +539,7 @@ tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
   tes_unlock(&segments_lock_);
   tes_segmap_set(seg, true);
   if (!zero && !purged) schedule_dirty_pages(heap, seg, old_dirty_end);
-  else tes_heap_purge_for_growth(heap, TES_SEGMENT_SIZE);
+  else tes_heap_purge_for_growth(heap, TES_SEGMENT_SIZE, false);
   return seg;
 }
 
