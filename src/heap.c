@@ -1878,7 +1878,8 @@ void tes_heap_adopt_segment(tes_heap_t *heap, tes_segment_t *seg) {
   uint32_t count = seg->page_count;
   for (uint32_t i = 1; i < count && seg->used_pages > 0; i++) {
     tes_page_t *page = &seg->pages[i];
-    if (!page->in_use) continue;
+    /* A descriptor never set up may hold anything (segment.c, desc_setup). */
+    if (!(seg->desc_ready & ((uint64_t)1 << i)) || !page->in_use) continue;
     atomic_store_explicit(&page->heap, heap, memory_order_release);
     tes_segment_page_bin(heap, page, &heap->bins[page->class_index]);
     page->next = page->prev = NULL;

@@ -494,6 +494,10 @@ typedef struct pack_host_s {
   uint64_t aging_mask;  /* free dirty granules that stayed free since `due` was set */
   int64_t due;          /* when the aging granules are purged (0: none) */
   int64_t empty_since;  /* when its last block went (if free_mask is PACK_ALL) */
+  /* Where granule 0's old data ends (at most a granule): no block takes
+   * granule 0, so nothing purges or rewrites what the segment held there
+   * before it became a host, beyond the first OS page the table clears. */
+  size_t head_dirty_end;
 } pack_host_t;
 static_assert(TES_LARGE_OFFSET + sizeof(pack_host_t) <= 4096, "the host's table is in its first OS page");
 static_assert(offsetof(pack_host_t, starts) == 0, "tes_packed_segment_of reads it at TES_LARGE_OFFSET");
@@ -567,16 +571,21 @@ static void host_unlink_locked(pack_host_t *h) {
   if (h->free_mask == PACK_ALL) spares_add(-1);
 }
 
-/* An empty host off the list goes to the cache, its dirty granules noted. */
-static void host_free(pack_host_t *h) {
+/* An empty host off the list goes to the cache, its dirty granules noted,
+ * and granule 0's old data: a segment whose dirty_end is its first page is
+ * taken to read as zero beyond it, so a small segment made from it left its
+ * page descriptors there unwritten, and adoption read the old bytes as
+ * pages in use (fuzz.api, twenty-fifth session: class index 229). */
+static TES_NOINLINE void host_free(pack_host_t *h) {
   tes_segment_t *host = host_of(h);
   size_t page = tes_os_page_size();
-  host->dirty_end = h->dirty_mask ? (size_t)(64 - __builtin_clzll(h->dirty_mask)) << PACK_GRANULE_SHIFT : page;
+  size_t dirty = h->dirty_mask ? (size_t)(64 - __builtin_clzll(h->dirty_mask)) << PACK_GRANULE_SHIFT : page;
+  host->dirty_end = dirty > h->head_dirty_end ? dirty : h->head_dirty_end;
   tes_segment_free(host);
 }
 
 /* A 4 MiB segment (from the cache or new) becomes a host. */
-static pack_host_t *host_init(tes_segment_t *host) {
+static TES_NOINLINE pack_host_t *host_init(tes_segment_t *host) {
   size_t page = tes_os_page_size();
   size_t size = host->size, dirty = host->dirty_end, purged = host->purged_bytes;
   memset(host, 0, LARGE_HEADER_BYTES);
@@ -597,6 +606,7 @@ static pack_host_t *host_init(tes_segment_t *host) {
     if (purged != 0 && dirty < size) dirty = size;
   }
   unsigned dirty_granules = (unsigned)((dirty + PACK_GRANULE - 1) >> PACK_GRANULE_SHIFT);
+  h->head_dirty_end = dirty < page ? page : dirty > PACK_GRANULE ? PACK_GRANULE : dirty;
   /* Purged granules may still hold data: MADV_FREE (TESSERA_PURGE_DECOMMIT=0)
    * keeps the segment's dirty_end, and calloc must clear them. */
   h->dirty_mask = run_mask(0, dirty_granules) & PACK_ALL;
