@@ -24,7 +24,9 @@
  *     ring: a few hundred KiB);
  *   - after the last round and tes_collect(true), the bytes in use must be
  *     those of the start.
- * tes_* calls only (also sanitize.lib_remote_bits_stress, under TSan). */
+ * tes_* calls only (also sanitize.lib_remote_bits_stress, under TSan).
+ * Built with REMOTE_GAP against the fault-injection library, the remote
+ * frees pause between their two steps (security.remote_bits_stress_gap). */
 #define _GNU_SOURCE
 #include "api_check.h"
 
@@ -36,6 +38,21 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef REMOTE_GAP
+#include "fault.h"
+
+#include <time.h>
+/* The fault-injection build's hook between a remote free's summary bit and
+ * its block's bit (src/free.c): one free in 16 sleeps there for 50 us, so
+ * that the owner's collects often take a summary bit before its block's
+ * bit is set (the late bits that wait for a later free or a look at every
+ * word), which the plain run's scheduling almost never shows. */
+static void remote_gap(void) {
+  static atomic_uint calls;
+  if (atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed) % 16 == 0)
+    nanosleep(&(struct timespec){0, 50000}, NULL);
+}
+#endif
 
 #define RING 512
 #define OWN 64
@@ -138,6 +155,9 @@ int main(int argc, char **argv) {
   size_t rounds = argc > 1 ? strtoul(argv[1], NULL, 10) : 40;
   if (argc > 2) blocks_a_round = strtoul(argv[2], NULL, 10);
   API_GROUP("producer threads, one consumer: every block intact, memory bounded");
+#ifdef REMOTE_GAP
+  tes_fault_remote_gap = remote_gap;
+#endif
   tes_free(tes_malloc(1));
   pthread_t t, c;
   /* Two threads at once started and joined first: what the C library
