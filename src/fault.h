@@ -30,6 +30,11 @@ uint64_t tes_fault_injected(void);                            /* failures inject
 uint64_t tes_fault_locked_syscalls(void);
 /* The library's side of that count: does the calling thread hold one? */
 bool tes_global_lock_mine(void);
+/* The hardened remote free (free.c, tes_free_remote) calls this, when set,
+ * between its block's summary bit and its bit: a test widens the window in
+ * which the owner's collect takes the summary bit before the bit is set
+ * (tests/lib/api_remote_bits_stress.c, rev25). */
+extern void (*volatile tes_fault_remote_gap)(void);
 
 #ifdef __cplusplus
 }

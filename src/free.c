@@ -65,6 +65,10 @@ void tes_page_free_event(tes_page_t *page) {
 }
 
 #if TES_SECURE
+#ifdef TES_FAULT_INJECTION
+#include "fault.h"
+void (*volatile tes_fault_remote_gap)(void);
+#endif
 /* The hardened remote free (RELIABILITY.md, twenty-fifth session, hrem25):
  * the block's link becomes an encoded NULL (the collect's check of a write
  * after free), the word's summary bit for its bitmap words is set (a CAS,
@@ -95,6 +99,9 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
       continue;
     tes_block_set_next(page, block, NULL);
     atomic_store_explicit(&page->remote_last, (uint32_t)index + 1, memory_order_relaxed);
+#ifdef TES_FAULT_INJECTION
+    if (tes_fault_remote_gap != NULL) tes_fault_remote_gap();
+#endif
     uint64_t bit = (uint64_t)1 << (index % 64);
     if (tes_unlikely(atomic_fetch_or_explicit(tes_page_remote_bits(page) + index / 64, bit, memory_order_release) &
                      bit)) {

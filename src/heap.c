@@ -1128,9 +1128,22 @@ static void queues_sweep(tes_heap_t *heap) {
         continue;
       }
 #endif
+#if TES_SECURE
+      /* Also a page with no summary bit set that has had a remote free
+       * (remote_last): a freer's bit set after a collect took its summary
+       * bit has none of its own (free.c), and when no other free into its
+       * words comes, only this look (tes_page_take_if_empty reads every
+       * word) finds it (rev25: before, such a page stayed until a trim or
+       * the thread's exit). */
+      if ((tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) != NULL ||
+           atomic_load_explicit(&page->remote_last, memory_order_relaxed) != 0) &&
+          tes_page_take_if_empty(page))
+        tes_heap_page_retire(heap, page);
+#else
       if (tes_tf_list(atomic_load_explicit(&page->xthread_free, memory_order_relaxed)) != NULL &&
           tes_page_take_if_empty(page))
         tes_heap_page_retire(heap, page);
+#endif
     }
     /* A head found empty at two sweeps in a row (a purge delay apart)
      * retires too: it stayed its class's head for good, written and

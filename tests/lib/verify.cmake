@@ -121,10 +121,14 @@ if(TARGET tessera_secure)
   # api_full_bin_rss.secure: a loop of 32-byte blocks with no malloc slow
   # path gives idle classes' heads back (the hardened build's small classes
   # have no bins: its loop takes slow paths).
+  # api_remote_bits_stress.secure: the hardened remote-free bitmap under
+  # producer threads that exit while one consumer frees their blocks
+  # (rev25; also sanitize.lib_remote_bits_stress).
   foreach(name api_heaps_mt api_purge_thread api_large_front api_large_front_race api_remote_extend_race
           api_heap_destroy_mt api_large_xfree api_remote_sweep api_kept_destroy_race api_fc_collect
           api_idle_class_rss api_fc_sweep_stress api_visit_collect api_visit_foreign api_visit_delete
-          api_park_stress api_merge19_stress api_park_rss api_bins_park_stress api_full_bin_rss)
+          api_park_stress api_merge19_stress api_park_rss api_bins_park_stress api_full_bin_rss
+          api_remote_bits_stress)
     add_executable(verify_${name}_secure ${CMAKE_CURRENT_SOURCE_DIR}/${name}.c)
     target_include_directories(verify_${name}_secure PRIVATE ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_options(verify_${name}_secure PRIVATE -fno-builtin)

@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int free_count_interior_link(void) {
   void *first = malloc(1000); /* class 1,024 in the hardened build: a carve of 8 blocks, 7 left on `free` */
@@ -368,6 +369,75 @@ static int remote_bit_after_collect(void) {
   return 0;
 }
 
+/* remote_bit_queued_sweep (rev25): the same late bit on a page queued
+ * behind its class's head, whose owner then allocates other classes only.
+ * No summary bit names the bit, and no free into its words can come (the
+ * block was the page's last live one): the once-per-purge-delay sweep of
+ * the queued pages (heap.c, queues_sweep) is what must find it, as it finds
+ * the pages other threads emptied (security.*_remote_emptied_rss). Before
+ * rev25 the sweep looked only at pages whose summary field was set: the
+ * page stayed, with its segment, until a malloc_trim or the thread's exit. */
+static int remote_bit_queued_sweep(void) {
+  enum { MAX = 64, BATCH = 2000 };
+  static char *blocks[MAX + 1], *remote[MAX + 1];
+  static void *batch[BATCH];
+  tes_page_t *page = NULL;
+  int n = 0; /* blocks[0 .. n - 1] on the first page; blocks[n] on the next one */
+  for (; n < MAX; n++) {
+    blocks[n] = malloc(5000); /* a small class of its own (as above) */
+    if (blocks[n] == NULL) return 2;
+    tes_page_t *p = tes_page_of(tes_segment_of(blocks[n]), blocks[n]);
+    if (page == NULL) page = p;
+    if (p != page) break;
+  }
+  if (n < 3 || n == MAX) {
+    printf("set-up failed: %d blocks on the first page\n", n);
+    return 5;
+  }
+  tes_heap_t *heap = tes_tls_heap;
+  unsigned c = page->class_index;
+  free(blocks[0]); /* the owner's free: the full page joins its queue, behind the new head */
+  for (int i = 1; i < n; i++) remote[i - 1] = blocks[i]; /* the other thread frees all but blocks[n - 1] */
+  pthread_t t;
+  if (pthread_create(&t, NULL, free_all_but_last, remote) != 0 || pthread_join(t, NULL) != 0) return 6;
+  tes_heap_process_delayed(heap); /* the first of them came through the delayed list (the page was full) */
+  tes_page_collect(page);
+  if (tes_page_live(page) != 1 || page->in_full || heap->queues[c].first == page) {
+    printf("set-up failed: %u live blocks, in_full %d, head %d\n", tes_page_live(page), (int)page->in_full,
+           heap->queues[c].first == page);
+    return 5;
+  }
+  char *x = blocks[n - 1];
+  size_t i;
+  /* Its free by hand: the tag, the link, the summary bit; the owner's
+   * collect; then its bit. */
+  if (!tes_secure_free_quick_any_thread(page, x) || !tes_secure_block_index(page, x, &i)) {
+    printf("set-up failed: the free's checks\n");
+    return 5;
+  }
+  tes_block_set_next(page, (tes_block_t *)x, NULL);
+  atomic_fetch_or_explicit(&page->xthread_free, tes_tf_summary_bit(i / 64), memory_order_relaxed);
+  tes_page_collect(page);
+  _Atomic uint64_t *word = &tes_page_remote_bits(page)[i / 64];
+  uint64_t bit = (uint64_t)1 << (i % 64);
+  atomic_fetch_or_explicit(word, bit, memory_order_release);
+  /* The owner moves on to another class: its slow paths run the sweep
+   * once per purge delay. Until the bit is taken (the page emptied), at
+   * most 5,000 batches a millisecond apart (the delay is 25 ms). */
+  int rounds = 0;
+  for (; rounds < 5000 && (atomic_load_explicit(word, memory_order_acquire) & bit) != 0; rounds++) {
+    for (int k = 0; k < BATCH; k++) batch[k] = malloc(48);
+    for (int k = 0; k < BATCH; k++) free(batch[k]);
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  if ((atomic_load_explicit(word, memory_order_acquire) & bit) != 0) {
+    printf("the late bit on a queued page was never taken: the page stays (%u live)\n", tes_page_live(page));
+    return 1;
+  }
+  printf("the sweep took the late bit on a queued page (%d batches)\n", rounds);
+  return 0;
+}
+
 static int medium_bins_only(void) {
   if (sizeof(tes_heap_t) > 12 * 1024) {
     printf("the heap struct takes %zu bytes\n", sizeof(tes_heap_t));
@@ -451,11 +521,12 @@ int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "medium_bins_only") == 0) return medium_bins_only();
   if (argc == 2 && strcmp(argv[1], "remote_bit_after_collect") == 0) return remote_bit_after_collect();
   if (argc == 2 && strcmp(argv[1], "sbin_limits") == 0) return sbin_limits();
+  if (argc == 2 && strcmp(argv[1], "remote_bit_queued_sweep") == 0) return remote_bit_queued_sweep();
   if (argc == 2 && strcmp(argv[1], "large_free_race") == 0) return large_free_race();
   if (argc == 2 && strcmp(argv[1], "large_free_race_late") == 0) return large_free_race_late();
   fprintf(stderr,
           "usage: %s free_count_interior_link|large_free_race[_late]|owner_remote_race[_rest[_damaged]|_single|_delayed]|"
-          "remote_refill_single_local|medium_bins_only|remote_bit_after_collect|sbin_limits\n",
+          "remote_refill_single_local|remote_bit_after_collect|remote_bit_queued_sweep|medium_bins_only|sbin_limits\n",
           argv[0]);
   return 2;
 }
