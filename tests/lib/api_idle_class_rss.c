@@ -54,12 +54,17 @@ int main(void) {
   REQUIRE(api_allocator_is_tessera(), "libtessera does not serve malloc");
   REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, DELAY_MS) == 0, "cannot set the purge delay");
   int64_t before, with_heads;
-  api_fill_medium_heads(churn_for, DELAY_MS, 4 * MIB, &before, &with_heads);
+  /* At least 3 MiB, as api_full_bin_rss asks of the same fill: what the
+   * test asserts (back within 2 MiB) then still fails when the heads stay.
+   * It asked 4 MiB, and with large blocks packed (the default since the
+   * twenty-fifth session) the fill adds 3.98-4.10 MiB on the build machine
+   * (4.32 with TESSERA_LARGE_PACK=0): the guard, not the allocator, failed. */
+  api_fill_medium_heads(churn_for, DELAY_MS, 3 * MIB, &before, &with_heads);
   churn_for(10 * 4); /* the delay may double twice */
   int64_t after = api_rss_bytes();
   printf("rss: before %.2f MiB, medium blocks freed %.2f MiB, after %d purge delays of small blocks %.2f MiB\n",
          (double)before / MIB, (double)with_heads / MIB, 40, (double)after / MIB);
-  REQUIRE(with_heads - before >= 4 * MIB, "the medium blocks did not add to RSS: nothing to measure");
+  REQUIRE(with_heads - before >= 3 * MIB, "the medium blocks did not add to RSS: nothing to measure");
   REQUIRE(after - before <= 2 * MIB, "RSS %.2f MiB above the start: the idle classes' heads stayed",
           (double)(after - before) / MIB);
   printf("ok\n");
