@@ -64,6 +64,23 @@ void tes_page_free_event(tes_page_t *page) {
   else tes_heap_page_emptied(heap, page);
 }
 
+/* A remote free into a full page (its word USE_DELAYED, set to FREEING by
+ * the caller): the block goes onto the owner heap's delayed list, then the
+ * word to NORMAL, which ends the wait of an owner changing the page's state
+ * (tes_page_set_delayed yields while it reads FREEING). */
+static inline void delayed_push(tes_page_t *page, tes_block_t *block) {
+  tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
+  tes_block_t *head = atomic_load_explicit(&heap->delayed_free, memory_order_relaxed);
+  do {
+    block->next = tes_delayed_encode(heap, head);
+  } while (!atomic_compare_exchange_weak_explicit(&heap->delayed_free, &head, block, memory_order_release,
+                                                  memory_order_relaxed));
+  uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, (tf & ~TES_TF_MASK) | TES_TF_NORMAL,
+                                                memory_order_release, memory_order_relaxed)) {
+  }
+}
+
 #if TES_SECURE
 #ifdef TES_FAULT_INJECTION
 #include "fault.h"
@@ -112,16 +129,7 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
     }
     return;
   }
-  tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
-  tes_block_t *head = atomic_load_explicit(&heap->delayed_free, memory_order_relaxed);
-  do {
-    block->next = tes_delayed_encode(heap, head);
-  } while (!atomic_compare_exchange_weak_explicit(&heap->delayed_free, &head, block, memory_order_release,
-                                                  memory_order_relaxed));
-  tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
-  while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, (tf & ~TES_TF_MASK) | TES_TF_NORMAL,
-                                                memory_order_release, memory_order_relaxed)) {
-  }
+  delayed_push(page, block);
 }
 #else
 void tes_free_remote(tes_page_t *page, tes_block_t *block) {
@@ -167,19 +175,10 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
   } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, want, memory_order_acq_rel,
                                                   memory_order_relaxed));
   if (!delayed) return;
-  tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
 #if !TES_SECURE
   *tes_bin_mark(block) = tes_delayed_mark(page);
 #endif
-  tes_block_t *head = atomic_load_explicit(&heap->delayed_free, memory_order_relaxed);
-  do {
-    block->next = tes_delayed_encode(heap, head);
-  } while (!atomic_compare_exchange_weak_explicit(&heap->delayed_free, &head, block, memory_order_release,
-                                                  memory_order_relaxed));
-  tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
-  while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, (tf & ~TES_TF_MASK) | TES_TF_NORMAL,
-                                                memory_order_release, memory_order_relaxed)) {
-  }
+  delayed_push(page, block);
 }
 #endif
 
