@@ -312,6 +312,21 @@ static int remote_refill_single_local(void) {
   return 0;
 }
 
+/* A remote free of x by hand, stopped between its summary bit and its
+ * block bit: its checks (the tag), its link, its summary bit; then the
+ * owner's collect, which takes the summary bit with no block bit under it.
+ * *index is x's; false (reported) when the free's checks refuse x. */
+static bool free_to_summary_then_collect(tes_page_t *page, char *x, size_t *index) {
+  if (!tes_secure_free_quick_any_thread(page, x) || !tes_secure_block_index(page, x, index)) {
+    printf("set-up failed: the free's checks\n");
+    return false;
+  }
+  tes_block_set_next(page, (tes_block_t *)x, NULL);
+  atomic_fetch_or_explicit(&page->xthread_free, tes_tf_summary_bit(*index / 64), memory_order_relaxed);
+  tes_page_collect(page);
+  return true;
+}
+
 /* remote_bit_after_collect: a freer between its summary bit and its
  * block's bit (tes_free_remote) when the owner collects: the collect takes
  * the summary bit and finds no block bit; the bit comes after. Until it
@@ -347,15 +362,7 @@ static int remote_bit_after_collect(void) {
   }
   char *x = blocks[N - 1];
   size_t i;
-  /* The last block's free, by hand: its checks (the tag), its link, its
-   * summary bit; then the owner's collect; then its bit. */
-  if (!tes_secure_free_quick_any_thread(page, x) || !tes_secure_block_index(page, x, &i)) {
-    printf("set-up failed: the free's checks\n");
-    return 5;
-  }
-  tes_block_set_next(page, (tes_block_t *)x, NULL);
-  atomic_fetch_or_explicit(&page->xthread_free, tes_tf_summary_bit(i / 64), memory_order_relaxed);
-  tes_page_collect(page);
+  if (!free_to_summary_then_collect(page, x, &i)) return 5;
   if (tes_page_take_if_empty(page)) {
     printf("the page looked empty before the freer's bit was set\n");
     return 1;
@@ -409,15 +416,7 @@ static int remote_bit_queued_sweep(void) {
   }
   char *x = blocks[n - 1];
   size_t i;
-  /* Its free by hand: the tag, the link, the summary bit; the owner's
-   * collect; then its bit. */
-  if (!tes_secure_free_quick_any_thread(page, x) || !tes_secure_block_index(page, x, &i)) {
-    printf("set-up failed: the free's checks\n");
-    return 5;
-  }
-  tes_block_set_next(page, (tes_block_t *)x, NULL);
-  atomic_fetch_or_explicit(&page->xthread_free, tes_tf_summary_bit(i / 64), memory_order_relaxed);
-  tes_page_collect(page);
+  if (!free_to_summary_then_collect(page, x, &i)) return 5;
   _Atomic uint64_t *word = &tes_page_remote_bits(page)[i / 64];
   uint64_t bit = (uint64_t)1 << (i % 64);
   atomic_fetch_or_explicit(word, bit, memory_order_release);
