@@ -151,6 +151,15 @@ static const bin_limits_t *bin_limits(void) { return bin_limits_table[tes_opt(TE
 #define TES_ROOM_OUT_CLOCK 64
 
 /* Set the limits of empty bins (the option may have changed since). */
+#if !TES_SECURE
+/* An empty bin whose pops are folded gets the table's limit and ceiling. */
+static inline void bin_reset_limits(tes_bin_t *bin, const bin_limits_t *limits) {
+  bin->limit = limits->limit;
+  bin->most = limits->most;
+  bin->tally = TES_BIN_TALLY(bin->limit);
+}
+#endif
+
 static __attribute__((cold)) void bins_set_limits(tes_heap_t *heap) {
   const bin_limits_t *limits = bin_limits();
 #if !TES_SECURE
@@ -160,10 +169,7 @@ static __attribute__((cold)) void bins_set_limits(tes_heap_t *heap) {
 #if TES_SECURE
     if (c >= TES_MEDIUM_CLASS_FIRST) tes_sbin_of(heap, c)->limit = limits[c].limit;
 #else
-    tes_bin_t *bin = &heap->bins[c];
-    bin->limit = limits[c].limit;
-    bin->most = limits[c].most;
-    bin->tally = TES_BIN_TALLY(bin->limit); /* the bins are empty, the pops folded */
+    bin_reset_limits(&heap->bins[c], &limits[c]); /* the bins are empty, the pops folded */
 #endif
   }
 }
@@ -416,9 +422,7 @@ static void bins_flush(tes_heap_t *heap) {
       continue;
     bin_fold_one(heap, c, false);
     bin_flush(bin);
-    bin->limit = limits[c].limit;
-    bin->most = limits[c].most;
-    bin->tally = TES_BIN_TALLY(bin->limit); /* empty, the pops folded */
+    bin_reset_limits(bin, &limits[c]);
   }
 #endif
 }

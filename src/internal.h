@@ -1363,6 +1363,15 @@ TES_INLINE _Atomic uint64_t *tes_remote_bits_at(uintptr_t area) {
 TES_INLINE _Atomic uint64_t *tes_page_remote_bits(const tes_page_t *page) {
   return tes_remote_bits_at((uintptr_t)page->area);
 }
+/* Remote frees set in the bitmap of a page of `capacity` carved blocks and
+ * not yet taken by its owner (a popcount of every word: relaxed reads). */
+TES_INLINE size_t tes_page_remote_pending(const tes_page_t *page, size_t capacity) {
+  const _Atomic uint64_t *bits = tes_page_remote_bits(page);
+  size_t pending = 0;
+  for (size_t w = 0, words = (capacity + 63) / 64; w < words; w++)
+    pending += (size_t)__builtin_popcountll(atomic_load_explicit(&bits[w], memory_order_relaxed));
+  return pending;
+}
 
 /* The 32-bit word that records a small or medium block's requested size
  * (or the freed tag): the block's last word, or a medium block's slot.

@@ -733,9 +733,8 @@ static void pack_release(tes_segment_t *seg) {
   pack_host_t *out = NULL;
   if (h->free_mask == PACK_ALL) {
     h->empty_since = tes_os_clock_ms();
-    unsigned now_spare = spares + 1;
-    __atomic_store_n(&spares, now_spare, __ATOMIC_RELAXED);
-    if (now_spare > PACK_SPARES) {
+    spares_add(1);
+    if (spares > PACK_SPARES) {
       for (out = hosts; out->free_mask != PACK_ALL || out == h; out = out->next) {
       }
       host_unlink_locked(out); /* the oldest spare goes, this one stays */

@@ -429,11 +429,7 @@ bool tes_page_take_if_empty(tes_page_t *page) {
    * into those words may come. Read first: the page cannot empty while
    * more of its blocks are live than bits are set. */
   (void)tf;
-  _Atomic uint64_t *bits = tes_page_remote_bits(page);
-  size_t pending = 0;
-  for (size_t w = 0, words = ((size_t)page->capacity + 63) / 64; w < words; w++)
-    pending += (size_t)__builtin_popcountll(atomic_load_explicit(&bits[w], memory_order_relaxed));
-  if (tes_page_live(page) > pending) return false;
+  if (tes_page_live(page) > tes_page_remote_pending(page, page->capacity)) return false;
   report_corrupt_link(page);
   page_collect_in(page, true);
   report_corrupt_link(page);

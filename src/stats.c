@@ -199,9 +199,7 @@ static void compute(tes_stats_t *out) {
       int64_t live_now = live - (int64_t)tes_tf_count(tf);
 #if TES_SECURE
       /* hardened: no counts there; the bits of those frees (page.c) */
-      const _Atomic uint64_t *bits = tes_page_remote_bits(page);
-      for (size_t w = 0, words = ((size_t)tes_page_capacity_any_thread(page) + 63) / 64; w < words; w++)
-        live_now -= __builtin_popcountll(atomic_load_explicit(&bits[w], memory_order_relaxed));
+      live_now -= (int64_t)tes_page_remote_pending(page, tes_page_capacity_any_thread(page));
 #endif
       out->class_live_blocks[c] += live_now;
       small_in_use += live_now * (int64_t)(page->block_size - TES_PADDING); /* the hardened canary is not in use */
