@@ -63,10 +63,10 @@
  * the block handed out twice): reported as a corrupted free list, never
  * handed out (tes_sbin_damaged: a tail call, so the fast path saves no
  * registers). */
-#define TES_SBIN_POP_OR_RETURN(heap, bin, size, kind, least)                            \
+#define TES_SBIN_POP_OR_RETURN(heap, bin, size)                                          \
   do {                                                                                  \
     uint32_t n_ = (bin)->count;                                                         \
-    if (n_ >= (least)) {                                                                \
+    if (n_ >= 2) {                                                                      \
       uint64_t x_ = (heap)->bin_random * 6364136223846793005u + 1442695040888963407u;    \
       (heap)->bin_random = x_;                                                          \
       size_t j_ = (size_t)(((x_ >> 32) * (n_ - 1)) >> 32); /* [0, n - 2] */             \
@@ -75,23 +75,15 @@
       (bin)->slot[n_ - 2] = (bin)->slot[n_ - 1];                                        \
       (bin)->count = n_ - 1;                                                            \
       (bin)->pops++;                                                                    \
-      tes_page_t *page_ = tes_page_of_in(b_, kind);                                     \
-      if (tes_unlikely(((kind) != TES_KIND_SMALL &&                                     \
-                        *tes_secure_size_word_in(page_, b_, kind) < TES_FREED_TAG32_REMOTE) || \
-                       (uintptr_t)tes_block_link_slot_in(page_, b_, kind)->next !=        \
-                           tes_link_encode(page_, TES_SBIN_WORD(b_, kind))))              \
+      tes_page_t *page_ = tes_page_of(tes_segment_of(b_), b_);                          \
+      if (tes_unlikely(*tes_secure_size_word_in(page_, b_, false) < TES_FREED_TAG32_REMOTE || \
+                       (uintptr_t)tes_block_link_slot_in(page_, b_, TES_KIND_MEDIUM)->next !=        \
+                           tes_link_encode(page_, (uintptr_t)b_->next)))                    \
         return tes_sbin_damaged(heap, page_, b_, size);                                 \
-      tes_secure_arm(page_, b_, size, kind);                                            \
+      tes_secure_arm(page_, b_, size, TES_KIND_MEDIUM);                                 \
       return b_;                                                                        \
     }                                                                                   \
   } while (0)
-/* What a binned block's link slot holds, encoded with its page's keys: a
- * medium block's first word as free read it (the slot is at its end); a
- * small block's slot is its first word, so the block's own address. */
-#define TES_SBIN_WORD(b, kind) ((kind) == TES_KIND_SMALL ? (uintptr_t)(b) : (uintptr_t)(b)->next)
-/* A small bin pops only with this many blocks or more: the block drawn is
- * one of at least TES_SBIN_SMALL_LEAST - 1, never the one freed last. */
-#define TES_SBIN_SMALL_LEAST 11u
 #endif
 
 /* Unlink the first block of page's free list (the caller checked that
@@ -160,9 +152,6 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
 #if !TES_SECURE
     tes_bin_t *bin = heap->direct_bin[(size + 15) >> 4];
     TES_BIN_POP_OR_RETURN(heap, bin, size);
-#else
-    tes_sbin_t *bin = heap->direct_bin[(size + TES_PADDING + 15) >> 4];
-    TES_SBIN_POP_OR_RETURN(heap, bin, size, TES_KIND_SMALL, TES_SBIN_SMALL_LEAST);
 #endif
     tes_page_t *page = heap->direct[(size + TES_PADDING + 15) >> 4];
     tes_block_t *block = tes_page_pop(page, size, TES_KIND_SMALL);
@@ -190,15 +179,13 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
     tes_page_t *page;
     if (size > TES_SMALL_BLOCK_MAX - TES_PADDING) { /* the classes with bins: medium */
       tes_sbin_t *bin = tes_sbin_of(heap, c);
-      TES_SBIN_POP_OR_RETURN(heap, bin, size, TES_KIND_MEDIUM, 2u);
+      TES_SBIN_POP_OR_RETURN(heap, bin, size);
       page = heap->queues[c].first;
       if (tes_likely(page != NULL)) {
         tes_block_t *block = tes_page_pop(page, size, TES_KIND_MEDIUM);
         if (tes_likely(block != NULL)) return block;
       }
     } else {
-      tes_sbin_t *bin = tes_sbin_of(heap, c);
-      TES_SBIN_POP_OR_RETURN(heap, bin, size, TES_KIND_SMALL, TES_SBIN_SMALL_LEAST);
       page = heap->queues[c].first;
       if (tes_likely(page != NULL)) {
         tes_block_t *block = tes_page_pop(page, size, TES_KIND_SMALL);
@@ -325,14 +312,6 @@ TES_INLINE void tes_free_inline(void *p) {
     page = slices->entry[slot].page;
     if (tes_unlikely(!tes_secure_free_quick_in(page, p, TES_KIND_SMALL))) {
       tes_secure_free_local(p, page); /* reports, frees unless it must not */
-      return;
-    }
-    tes_sbin_t *bin = tes_sbin_of(atomic_load_explicit(&page->heap, memory_order_relaxed), page->class_index);
-    uint32_t n = bin->count;
-    if (tes_likely(n < bin->limit)) {
-      ((tes_block_t *)p)->next = (tes_block_t *)tes_link_encode(page, (uintptr_t)p);
-      bin->slot[n] = (tes_block_t *)p;
-      bin->count = n + 1;
       return;
     }
     tes_page_push_local_in(page, (tes_block_t *)p, TES_KIND_SMALL);

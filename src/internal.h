@@ -545,11 +545,7 @@ typedef struct tes_lock_s {
 
 struct tes_heap_s {
   tes_page_t *direct[TES_DIRECT_COUNT]; /* fast path: size -> page with free blocks */
-#if TES_SECURE
-  struct tes_sbin_s *direct_bin[TES_DIRECT_COUNT]; /* size (with its padding) -> its class's hardened bin */
-#else
   tes_bin_t *direct_bin[TES_DIRECT_COUNT]; /* default build: size -> its class's bin */
-#endif
   tes_bin_t bins[TES_CLASS_COUNT];      /* default build: recently freed blocks per class */
   /* Free fast path: the 64 KiB slices of the pages in use in segments this
    * thread owns (entered when a page is handed out, removed when it
@@ -618,7 +614,7 @@ struct tes_heap_s {
   uint64_t random;                      /* secure: xorshift state */
 #if TES_SECURE
   uint64_t bin_random;                  /* secure: the bins' pops, linear congruential (high half drawn) */
-  tes_sbin_t sbins[TES_CLASS_COUNT]; /* secure: recently freed blocks per class, out of band (tes_sbin_of) */
+  tes_sbin_t sbins[TES_CLASS_COUNT - TES_MEDIUM_CLASS_FIRST]; /* secure: recently freed blocks per medium class, out of band (tes_sbin_of) */
 #endif
   tes_counters_t counters;
   tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep, no slow path of the class since (heap.c) */
@@ -628,7 +624,7 @@ struct tes_heap_s {
 typedef struct tes_heap_s tes_heap_t;
 #if TES_SECURE
 /* The hardened bin of medium class c (c >= TES_MEDIUM_CLASS_FIRST). */
-TES_INLINE tes_sbin_t *tes_sbin_of(tes_heap_t *heap, unsigned c) { return &heap->sbins[c]; }
+TES_INLINE tes_sbin_t *tes_sbin_of(tes_heap_t *heap, unsigned c) { return &heap->sbins[c - TES_MEDIUM_CLASS_FIRST]; }
 #endif
 
 /* The slice table: the 64 KiB slice of p, its slot, and the lookup and
@@ -816,13 +812,6 @@ TES_INLINE tes_segment_t *tes_packed_segment_of(const void *p) {
 }
 TES_INLINE tes_page_t *tes_page_of(tes_segment_t *seg, const void *p) {
   return &seg->pages[((uintptr_t)p & TES_SEGMENT_MASK) >> seg->page_shift];
-}
-/* The page of a block of a small class (kind TES_KIND_SMALL: its segment's
- * pages are 64 KiB, no read of the header's page_shift), else as tes_page_of. */
-TES_INLINE tes_page_t *tes_page_of_in(const void *p, unsigned kind) {
-  tes_segment_t *seg = tes_segment_of(p);
-  if (kind == TES_KIND_SMALL) return &seg->pages[((uintptr_t)p & TES_SEGMENT_MASK) >> TES_SMALL_PAGE_SHIFT];
-  return tes_page_of(seg, p);
 }
 static inline size_t tes_page_size_of(const tes_segment_t *seg) {
   return seg->kind == TES_SEG_LARGE ? seg->size : ((size_t)1 << seg->page_shift);
