@@ -11,7 +11,10 @@ work_s the program reports (time_s, the fit programs' timed loop), the median pr
 the child), the medians of the per-round ratios of both to LIB0's, and the
 median minor-fault count. PROGRAM is $BIN, build/bench/bench_mstress by
 default. On a noisy machine, list LIB0 twice (two copies) as an A/A
-control: its ratio's distance from 1.00 is the noise.
+control: its ratio's distance from 1.00 is the noise. Peak RSS is not
+printed: a child started from Python reports the interpreter's high-water
+mark as its ru_maxrss (about 14 MB), which the exec does not reset; use
+build/bench/bench_tiny_exec (static) for peak RSS side by side.
 """
 import os
 import resource
