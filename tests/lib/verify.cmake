@@ -308,3 +308,21 @@ target_compile_options(verify_tiny_resident PRIVATE -fno-builtin)
 add_test(NAME lib.tiny_resident COMMAND verify_tiny_resident 12 144)
 set_tests_properties(lib.tiny_resident PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
   ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_shared>")
+# lib.first_malloc_budget: the system calls of a process's first malloc(16)
+# (counted by ptrace between two markers) and its first segment's header
+# pages: at most 2 calls and no munmap (the heap struct's chunk, then the
+# segment at the hint just below it; 4 before, an over-map and two trims),
+# and no OS page of the header beyond its first mapped (the link read all
+# 64 page descriptors, three zero pages' faults). The hardened build's two
+# guard pages add two mprotects (budget 4; 6 before). PERFORMANCE.md,
+# twenty-sixth session, start26.
+add_executable(verify_first_malloc_budget ${CMAKE_CURRENT_SOURCE_DIR}/first_malloc_budget.c)
+target_compile_options(verify_first_malloc_budget PRIVATE -fno-builtin)
+add_test(NAME lib.first_malloc_budget COMMAND verify_first_malloc_budget 2)
+set_tests_properties(lib.first_malloc_budget PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
+  ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_shared>")
+if(TARGET tessera_secure)
+  add_test(NAME lib.first_malloc_budget.secure COMMAND verify_first_malloc_budget 4)
+  set_tests_properties(lib.first_malloc_budget.secure PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
+endif()
