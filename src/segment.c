@@ -53,7 +53,7 @@ tes_segment_t *tes_segments_all;
  * 1 KiB of BSS. */
 #define RELEASED_RING 64
 static_assert((RELEASED_RING & (RELEASED_RING - 1)) == 0, "the index wraps by masking");
-TES_BIG_BSS static struct released_s {
+static struct released_s {
   uintptr_t first, end; /* its pages past the header's (no block starts before) */
 } released_ring[RELEASED_RING];
 static unsigned released_next;
