@@ -81,7 +81,9 @@ int main(int argc, char **argv) {
     _exit(2);
   }
   int status;
-  if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status)) return 2;
+  if (waitpid(pid, &status, 0) != pid) return 2;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) return 77; /* PTRACE_TRACEME refused */
+  if (!WIFSTOPPED(status)) return 2;
   if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)) != 0) {
     kill(pid, SIGKILL);
     return 77;
