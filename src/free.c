@@ -21,7 +21,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-tes_counters_t tes_orphan_counters;
+TES_BIG_BSS tes_counters_t tes_orphan_counters;
 
 /* Counters of the calling thread's heap; a thread past its exit counts into
  * the shared orphan set (atomically: several exiting threads may race). */
@@ -228,7 +228,7 @@ static TES_NOINLINE void free_checked(void *p) {
 #if TES_SECURE
     if (!tes_secure_check_free(seg, &seg->pages[0], p)) return; /* reported */
 #endif
-    if (tes_tls_heap == &tes_heap_empty) tes_thread_heap_init_for_free();
+    if (tes_thread_unstarted()) tes_thread_heap_init_for_free();
     count_free(true);
     tes_large_free(seg);
     return;
@@ -238,7 +238,7 @@ static TES_NOINLINE void free_checked(void *p) {
   if (!tes_secure_check_free(seg, page, p)) return; /* reported */
 #endif
   tes_heap_t *heap = tes_tls_heap;
-  if (tes_unlikely(heap == &tes_heap_empty)) {
+  if (tes_unlikely(tes_thread_unstarted())) {
     /* A thread that only frees still gets a heap: its counters, and its
      * exit, are then accounted like any other thread's (not after its exit). */
     tes_heap_t *mine = tes_thread_heap_init_for_free();

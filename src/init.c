@@ -29,24 +29,11 @@ TES_BIG_BSS tes_slices_t tes_slices_none; /* zero but slot 0's tag (tes_process_
 
 __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec"))) = &tes_heap_empty;
 __thread tes_slices_t *tes_tls_slices __attribute__((tls_model("initial-exec"))) = &tes_slices_none;
+__thread bool tes_tls_exited __attribute__((tls_model("initial-exec")));
 
 tes_heap_t tes_heap_empty = {
     .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
     .direct_bin = {[0 ... TES_DIRECT_COUNT - 1] = &tes_heap_empty.bins[0]}, /* empty, room 0 */
-    .bins = {[0 ... TES_CLASS_COUNT - 1] = {.head = TES_BIN_END}},
-    .slices = &tes_slices_none,
-    .thread_id = TES_TID_NONE,
-    .purge_due = INT64_MAX, /* nothing pending, as a new heap says (tes_heap_setup) */
-    .kept_purge_due = INT64_MAX,
-    .is_static = true,
-};
-
-/* The TLS heap of a thread whose heap was abandoned at exit: like the empty
- * heap (a malloc from a later destructor gets a new heap), but a free does
- * not create one just to count itself. */
-tes_heap_t tes_heap_exited = {
-    .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
-    .direct_bin = {[0 ... TES_DIRECT_COUNT - 1] = &tes_heap_exited.bins[0]}, /* empty, room 0 */
     .bins = {[0 ... TES_CLASS_COUNT - 1] = {.head = TES_BIN_END}},
     .slices = &tes_slices_none,
     .thread_id = TES_TID_NONE,
@@ -75,9 +62,11 @@ uint64_t tes_random_next(void) {
 }
 
 void tes_process_init(void) {
-  int state = atomic_load_explicit(&process_state, memory_order_acquire);
-  if (state == 2) return;
-  if (state == 0 && atomic_compare_exchange_strong(&process_state, &state, 1)) {
+  /* The exchange first, not a load: the first access to this page of .bss
+   * is then a write, one fault, where a read mapped the zero page and the
+   * write faulted again to replace it. Called on rare paths only. */
+  int state = 0;
+  if (atomic_compare_exchange_strong(&process_state, &state, 1)) {
     tes_os_init();
     atomic_store(&random_counter, tes_os_random_seed());
     tes_process_key = (uintptr_t)tes_random_next();
@@ -97,6 +86,7 @@ void tes_process_init(void) {
     atomic_store_explicit(&process_state, 2, memory_order_release);
     return;
   }
+  if (state == 2) return;
   while (atomic_load_explicit(&process_state, memory_order_acquire) != 2) tes_os_yield();
 }
 
@@ -183,8 +173,9 @@ static void thread_done(void *value) {
   (void)value;
   tes_heap_t *heap = tes_tls_heap;
   if (heap->is_static) return;
-  tes_tls_heap = &tes_heap_exited;
-  tes_tls_slices = tes_heap_exited.slices;
+  tes_tls_heap = &tes_heap_empty;
+  tes_tls_slices = tes_heap_empty.slices;
+  tes_tls_exited = true;
   if (atomic_load_explicit(&heap->first_class_heaps, memory_order_relaxed) > 0) {
     /* The thread leaves first-class heaps, which tes_heap_abandon deletes
      * into this heap. Not now: a destructor of a key made after ours runs
@@ -216,7 +207,7 @@ static bool thread_key_register(tes_heap_t *heap) {
 
 static tes_heap_t *thread_heap_init(bool late) {
   if (!tes_tls_heap->is_static) return tes_tls_heap;
-  late |= tes_tls_heap == &tes_heap_exited;
+  late |= tes_tls_exited;
   tes_process_init();
   reap(false);
   uintptr_t id = atomic_fetch_add(&next_thread_id, 1);

@@ -58,11 +58,14 @@
 #define tes_unlikely(x) __builtin_expect(!!(x), 0)
 #define TES_NOINLINE __attribute__((noinline))
 #define TES_INLINE static inline __attribute__((always_inline))
-/* A large zero array that a process touches a page or two of, if any:
+/* A zero array that a process touches a page or two of, if any, or a
+ * kilobyte or more that a small program never touches (statistics, rings):
  * linked after every other zero variable (the x86-64 linker scripts put
  * .lbss after .bss, in the same segment), so that the small ones share
  * a few pages instead of lying between the arrays, each on a page of its
- * own that every process dirties. */
+ * own that every process dirties (twenty-fourth session, lean24), or
+ * spread over pages that hold 8 KiB of arrays and 1 KiB of what start-up
+ * writes (twenty-sixth, start26). */
 #if defined(__x86_64__) && defined(__ELF__)
 #define TES_BIG_BSS __attribute__((section(".lbss")))
 #else /* elsewhere the compiler may not know .lbss is zero (a file of 8 MiB) */
@@ -707,7 +710,15 @@ extern __thread tes_heap_t *tes_tls_heap __attribute__((tls_model("initial-exec"
  * slower with the extra link in the chain, same instruction count). */
 extern __thread tes_slices_t *tes_tls_slices __attribute__((tls_model("initial-exec")));
 extern tes_heap_t tes_heap_empty;
-extern tes_heap_t tes_heap_exited; /* TLS heap after thread exit */
+/* Set when the thread's heap was abandoned at its exit (init.c,
+ * thread_done), whose TLS heap is then tes_heap_empty again: a malloc from
+ * a later destructor gets a heap on the late list, a free does not make one
+ * just to count itself. A second static heap served for this, 7 KiB of
+ * .data and 196 relocations in every process (PERFORMANCE.md, twenty-sixth
+ * session, start26). */
+extern __thread bool tes_tls_exited __attribute__((tls_model("initial-exec")));
+/* The thread never had a heap (and is not past its exit). */
+TES_INLINE bool tes_thread_unstarted(void) { return tes_tls_heap == &tes_heap_empty && !tes_tls_exited; }
 extern tes_page_t tes_page_empty;
 extern uint8_t tes_segmap[TES_SEGMAP_COUNT / 4]; /* 2 bits a unit, 4 units a byte */
 extern long tes_option_values[TES_OPTION_COUNT];

@@ -200,7 +200,19 @@ void *tes_os_map_aligned(size_t size, size_t alignment) {
     errno = ENOMEM;
     return NULL;
   }
-  if (alignment > os_page_size) atomic_store_explicit(&os_last_aligned, start, RELAXED);
+  if (alignment > os_page_size) {
+    atomic_store_explicit(&os_last_aligned, start, RELAXED);
+  } else if (atomic_load_explicit(&os_last_aligned, RELAXED) == 0) {
+    /* No aligned mapping yet: this one, placed by the kernel below the
+     * loaded libraries, is where the first segment is tried. A process's
+     * first malloc maps its heap struct (a page-aligned chunk, heap.c) just
+     * before its first segment, which then takes one mmap at the hint
+     * instead of an over-map and two trims (PERFORMANCE.md, twenty-sixth
+     * session, start26). A race with another first mapping only moves a
+     * hint. */
+    uintptr_t none = 0;
+    atomic_compare_exchange_strong_explicit(&os_last_aligned, &none, start, RELAXED, RELAXED);
+  }
   atomic_fetch_add_explicit(&os_mmap_bytes, size, RELAXED);
   gauge_add(&os_reserved, &os_reserved_peak, (int64_t)size);
   gauge_add(&os_committed, &os_committed_peak, (int64_t)size);

@@ -23,10 +23,10 @@
 #include <stdio.h>
 
 tes_lock_t tes_stats_lock = TES_LOCK_INIT;
-static tes_counters_t retired; /* heaps that are gone */
+TES_BIG_BSS static tes_counters_t retired; /* heaps that are gone */
 static _Atomic uint64_t threads_started, threads_exited, heaps_abandoned, heaps_reclaimed;
-static _Atomic int64_t in_use_peak;
-static tes_stats_t reset_base; /* call counters at the last tes_stats_reset */
+static _Alignas(64) _Atomic int64_t in_use_peak; /* a line of its own with the thread counters, away from the locks above */
+TES_BIG_BSS static tes_stats_t reset_base; /* call counters at the last tes_stats_reset */
 
 /* Taken around the whole abandon, and by tes_stats_get around its walks
  * (compute, below): an abandon on another thread (the purge thread or a

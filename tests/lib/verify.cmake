@@ -299,12 +299,37 @@ endforeach()
 
 # lib.tiny_resident: libtessera's own resident memory in a program that
 # makes eight small allocations, read from its /proc/self/smaps (a memory
-# budget, not a timing): at most 12 KiB of its .bss (24 before the large
-# zero arrays were linked after the small variables, TES_BIG_BSS) and 144
-# KiB in all (its file's 132 KiB: the text is resident whole, fault-around).
-# PERFORMANCE.md, twenty-fourth session, lean24.
+# budget, not a timing): at most 8 KiB of its .bss (24 before the large
+# zero arrays were linked after the small variables, TES_BIG_BSS, lean24;
+# 12 before the statistics arrays and rings joined them, start26) and 132
+# KiB in all (its file's 120 KiB on 2026-11-24: the text is resident whole,
+# fault-around; 132 with the second static heap's .data and relocations,
+# start26). The hardened library: 8 and 148 (136 of its file; 12 and 164
+# before). PERFORMANCE.md, twenty-fourth session, lean24, and
+# twenty-sixth session, start26.
 add_executable(verify_tiny_resident ${CMAKE_CURRENT_SOURCE_DIR}/tiny_resident.c)
 target_compile_options(verify_tiny_resident PRIVATE -fno-builtin)
-add_test(NAME lib.tiny_resident COMMAND verify_tiny_resident 12 144)
+add_test(NAME lib.tiny_resident COMMAND verify_tiny_resident 8 132)
 set_tests_properties(lib.tiny_resident PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
   ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_shared>")
+# lib.first_malloc_budget: the system calls of a process's first malloc(16)
+# (counted by ptrace between two markers) and its first segment's header
+# pages: at most 2 calls and no munmap (the heap struct's chunk, then the
+# segment at the hint just below it; 4 before, an over-map and two trims),
+# and no OS page of the header beyond its first mapped (the link read all
+# 64 page descriptors, three zero pages' faults). The hardened build's two
+# guard pages add two mprotects (budget 4; 6 before). PERFORMANCE.md,
+# twenty-sixth session, start26.
+add_executable(verify_first_malloc_budget ${CMAKE_CURRENT_SOURCE_DIR}/first_malloc_budget.c)
+target_compile_options(verify_first_malloc_budget PRIVATE -fno-builtin)
+add_test(NAME lib.first_malloc_budget COMMAND verify_first_malloc_budget 2)
+set_tests_properties(lib.first_malloc_budget PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
+  ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_shared>")
+if(TARGET tessera_secure)
+  add_test(NAME lib.tiny_resident.secure COMMAND verify_tiny_resident 8 148)
+  set_tests_properties(lib.tiny_resident.secure PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
+  add_test(NAME lib.first_malloc_budget.secure COMMAND verify_first_malloc_budget 4)
+  set_tests_properties(lib.first_malloc_budget.secure PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:tessera_secure>")
+endif()
