@@ -35,6 +35,10 @@ bool tes_global_lock_mine(void);
  * which the owner's collect takes the summary bit before the bit is set
  * (tests/lib/api_remote_bits_stress.c, rev25). */
 extern void (*volatile tes_fault_remote_gap)(void);
+/* A packed large block's free (large.c, pack_release, default build) calls
+ * this, when set, between its unlocked look at its host's due and taking
+ * the large lock: a test runs the timed purge there (fault.pack_release_purge). */
+extern void (*volatile tes_fault_pack_gap)(void);
 
 #ifdef __cplusplus
 }
