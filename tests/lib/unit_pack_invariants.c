@@ -5,7 +5,9 @@
  * taken and freed in runs of every length, calloc in reused runs, realloc
  * in place, over the next free granules, shrunk, moved to another run and
  * to a segment of its own, aligned blocks, purges of aging granules and
- * the recommit of purged ones, a first-class heap destroyed, a fork child.
+ * the recommit of purged ones, a first-class heap destroyed, a fork child;
+ * and that heap visits and the large in-use statistic see packed blocks
+ * as they are.
  *
  *   P1 free_mask is within TES_PACK_ALL (granule 0 is the host's header);
  *      dirty_mask, purged_mask and aging_mask are within free_mask.
@@ -109,6 +111,18 @@ static size_t count_not(const unsigned char *p, size_t n, unsigned char value) {
 /* The largest block a run of g granules holds: whole pages after the header. */
 static size_t fits(unsigned granules) { return granules * GRANULE - 4 * KiB; }
 
+struct large_seen {
+  size_t count, bytes;
+};
+static bool visit_large(const tes_block_info_t *block, void *arg) {
+  struct large_seen *seen = arg;
+  if (block->size_class == UINT32_MAX && tes_segmap_get(block->address) == TES_UNIT_HOST) {
+    seen->count++;
+    seen->bytes += block->usable_size;
+  }
+  return true;
+}
+
 int main(void) {
   REQUIRE(tes_option_set(TES_OPTION_LARGE_PACK, 1) == 0, "large_pack 1 accepted");
   REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 3600000) == 0, "an hour's purge delay");
@@ -119,6 +133,21 @@ int main(void) {
   static unsigned char *blocks[17];
   for (unsigned g = 3; g <= 16; g++) blocks[g] = take(fits(g), (unsigned char)g);
   for (unsigned g = 3; g <= 16; g++) check_host(blocks[g], "runs of 3-16 granules");
+  /* Visits and statistics see each packed block at its address with its
+   * usable bytes (whole pages to the run's end at most). */
+  struct large_seen seen = {0};
+  tes_heap_visit(NULL, visit_large, &seen);
+  size_t usable = 0;
+  for (unsigned g = 3; g <= 16; g++) {
+    usable += tes_usable_size(blocks[g]);
+    CHECK(tes_usable_size(blocks[g]) == fits(g), "usable %zu of a block of %zu", tes_usable_size(blocks[g]), fits(g));
+  }
+  CHECK(seen.count == 14 && seen.bytes == usable, "the visit saw %zu large blocks of %zu bytes, want 14 of %zu",
+        seen.count, seen.bytes, usable);
+  tes_stats_t stats;
+  tes_stats_get(&stats);
+  CHECK(stats.large_in_use.current == (int64_t)usable, "large_in_use %lld, the blocks' usable bytes %zu",
+        (long long)stats.large_in_use.current, usable);
   /* Every other one freed: dirty free runs between live ones. */
   for (unsigned g = 4; g <= 16; g += 2) {
     tes_free(blocks[g]);
