@@ -36,8 +36,9 @@ bool tes_global_lock_mine(void);
  * (tests/lib/api_remote_bits_stress.c, rev25). */
 extern void (*volatile tes_fault_remote_gap)(void);
 /* A packed large block's free (large.c, pack_release, default build) calls
- * this, when set, between its unlocked look at its host's due and taking
- * the large lock: a test runs the timed purge there (fault.pack_release_purge). */
+ * this, when set, right before it takes the large lock (where it looked at
+ * its host's due, unlocked, until the twenty-sixth session): a test runs
+ * the timed purge there (fault.pack_release_purge). */
 extern void (*volatile tes_fault_pack_gap)(void);
 
 #ifdef __cplusplus

@@ -713,17 +713,10 @@ static void pack_release(tes_segment_t *seg) {
   uint64_t dirty = run_mask(first, (unsigned)((dirty_end + PACK_GRANULE - 1) >> PACK_GRANULE_SHIFT));
   if (dirty_end == 0) dirty = 0;
   atomic_fetch_and_explicit(&h->starts, ~((uint64_t)1 << first), memory_order_release);
-  /* The clock only when the host may need a due (read unlocked: a stale
-   * look costs a clock read, or one under the lock below). */
-  int64_t due = dirty != 0 && __atomic_load_n(&h->due, __ATOMIC_RELAXED) == 0 ? waiting_due() : 0;
 #ifdef TES_FAULT_INJECTION
   if (tes_fault_pack_gap != NULL) tes_fault_pack_gap();
 #endif
   tes_lock(&large_lock);
-  /* A purge that ran since the look may have cleared the due (it found
-   * nothing aging, and this run was not free yet): without one of its own,
-   * the run stayed dirty until a forced collect (fault.pack_release_purge). */
-  if (dirty != 0 && due == 0 && h->due == 0) due = waiting_due();
   h->free_mask |= run_mask(first, count);
   h->dirty_mask |= dirty;
   pack_host_t *out = NULL;
@@ -736,7 +729,12 @@ static void pack_release(tes_segment_t *seg) {
       host_unlink_locked(out); /* the oldest spare goes, this one stays */
     }
   }
-  if (due != 0) host_schedule_locked(h, due);
+  /* The due is looked at under the lock, and the clock read there when
+   * the host has none (once a delay at most). Looked at before the lock, a
+   * due the timed purge cleared meanwhile (it found nothing aging, this run
+   * not free yet) left the run dirty with no due, until a forced collect
+   * (fault.pack_release_purge). */
+  if (dirty != 0 && h->due == 0) host_schedule_locked(h, waiting_due());
   tes_unlock(&large_lock);
   if (out != NULL) host_free(out);
 }

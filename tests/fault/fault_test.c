@@ -778,10 +778,11 @@ static void purge_in_gap(void) {
   tes_large_purge_tails(false);
 }
 
-/* A packed block's free looked at its host's due (unlocked), saw one set,
- * and the timed purge ran before the free took the lock: it found nothing
- * aging (the block was not free yet), cleared the due and set none. The
- * freed run then had no due and stayed resident until a forced collect. */
+/* A packed block's free looked at its host's due (unlocked, until rev26),
+ * saw one set, and the timed purge ran before the free took the lock: it
+ * found nothing aging (the block was not free yet), cleared the due and
+ * set none. The freed run then had no due and stayed resident until a
+ * forced collect. The hook runs the purge right before the lock. */
 static void check_pack_release_purge(void) {
   CHECK(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 0) == 0);
   tes_collect(true);
