@@ -35,6 +35,11 @@ bool tes_global_lock_mine(void);
  * which the owner's collect takes the summary bit before the bit is set
  * (tests/lib/api_remote_bits_stress.c, rev25). */
 extern void (*volatile tes_fault_remote_gap)(void);
+/* A packed large block's free (large.c, pack_release, default build) calls
+ * this, when set, right before it takes the large lock (where it looked at
+ * its host's due, unlocked, until the twenty-sixth session): a test runs
+ * the timed purge there (fault.pack_release_purge). */
+extern void (*volatile tes_fault_pack_gap)(void);
 
 #ifdef __cplusplus
 }

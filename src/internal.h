@@ -813,6 +813,32 @@ TES_INLINE bool tes_maybe_small_block(const void *p) {
  * bit g set where a run starts. The segment of the block p lies in, or
  * NULL. */
 #define TES_PACK_GRANULE_SHIFT 16
+#define TES_PACK_ALL (~(uint64_t)1) /* the granules blocks may take: all but granule 0, the host's header */
+/* The host's table (large.c owns it, under its large_lock but for
+ * `starts`), at TES_LARGE_OFFSET in the host's first OS page; declared
+ * here so that white-box tests check its invariants (unit_pack_invariants).
+ * Bit g of each mask is granule g. */
+typedef struct tes_pack_host_s {
+  /* Bit g: a published block's run starts at granule g. The block holding
+   * granule g starts at the highest such bit at or below g (the granules
+   * between are its own; tes_packed_segment_of). One atomic OR or AND a
+   * block, not a store a granule. */
+  _Atomic uint64_t starts;
+  struct tes_pack_host_s *next, *prev; /* large.c's host list */
+  uint64_t free_mask;   /* granules no block holds */
+  uint64_t dirty_mask;  /* free granules that may hold data (resident, or not zero) */
+  uint64_t purged_mask; /* free granules purged, counted in the host's purged_bytes */
+  uint64_t aging_mask;  /* free dirty granules that stayed free since `due` was set */
+  int64_t due;          /* when the aging granules are purged (0: none) */
+  int64_t empty_since;  /* when its last block went (if free_mask is TES_PACK_ALL) */
+  /* Where granule 0's old data ends (at most a granule): no block takes
+   * granule 0, so nothing purges or rewrites what the segment held there
+   * before it became a host, beyond the first OS page the table clears. */
+  size_t head_dirty_end;
+} tes_pack_host_t;
+static inline tes_pack_host_t *tes_pack_host_table(tes_segment_t *host) {
+  return (tes_pack_host_t *)((uint8_t *)host + TES_LARGE_OFFSET);
+}
 TES_INLINE tes_segment_t *tes_packed_segment_of(const void *p) {
   uintptr_t host = (uintptr_t)p & ~(uintptr_t)TES_SEGMENT_MASK;
   unsigned g = (unsigned)(((uintptr_t)p & TES_SEGMENT_MASK) >> TES_PACK_GRANULE_SHIFT);

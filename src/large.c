@@ -449,6 +449,10 @@ static int64_t waiting_due(void) {
   return due > 0 ? due : 1;
 }
 
+#ifdef TES_FAULT_INJECTION
+#include "fault.h"
+void (*volatile tes_fault_pack_gap)(void); /* both builds' fault tests link it; only the default build packs */
+#endif
 #if !TES_SECURE
 /* Packed blocks: a large block of up to PACK_MAX bytes (from its segment's
  * start: header and block) is carved from a shared 4 MiB unit, a "host",
@@ -479,26 +483,11 @@ static int64_t waiting_due(void) {
 #define PACK_GRANULE_SHIFT TES_PACK_GRANULE_SHIFT
 #define PACK_GRANULE ((size_t)1 << PACK_GRANULE_SHIFT)
 #define PACK_MAX ((size_t)1 << 20)
-#define PACK_ALL (~(uint64_t)1) /* the granules blocks may take: all but granule 0 */
+#define PACK_ALL TES_PACK_ALL
 static_assert((TES_SEGMENT_SIZE >> PACK_GRANULE_SHIFT) == 64, "one bit a granule in a 64-bit mask");
-typedef struct pack_host_s {
-  /* Bit g: a published block's run starts at granule g. The block holding
-   * granule g starts at the highest such bit at or below g (the granules
-   * between are its own; tes_packed_segment_of, at TES_LARGE_OFFSET). One
-   * atomic OR or AND a block, not a store a granule. */
-  _Atomic uint64_t starts;
-  struct pack_host_s *next, *prev; /* `hosts`, under large_lock */
-  uint64_t free_mask;   /* granules no block holds */
-  uint64_t dirty_mask;  /* free granules that may hold data (resident, or not zero) */
-  uint64_t purged_mask; /* free granules purged, counted in the host's purged_bytes */
-  uint64_t aging_mask;  /* free dirty granules that stayed free since `due` was set */
-  int64_t due;          /* when the aging granules are purged (0: none) */
-  int64_t empty_since;  /* when its last block went (if free_mask is PACK_ALL) */
-  /* Where granule 0's old data ends (at most a granule): no block takes
-   * granule 0, so nothing purges or rewrites what the segment held there
-   * before it became a host, beyond the first OS page the table clears. */
-  size_t head_dirty_end;
-} pack_host_t;
+/* The host's table (internal.h): where its blocks start, which granules are
+ * free, dirty, purged and aging, and when the aging ones are purged. */
+typedef tes_pack_host_t pack_host_t;
 static_assert(TES_LARGE_OFFSET + sizeof(pack_host_t) <= 4096, "the host's table is in its first OS page");
 static_assert(offsetof(pack_host_t, starts) == 0, "tes_packed_segment_of reads it at TES_LARGE_OFFSET");
 static pack_host_t *hosts, *hosts_last;
@@ -518,7 +507,7 @@ static unsigned spares; /* empty hosts on `hosts` */
  * peeks at it without the lock (ThreadSanitizer). */
 static void spares_add(int delta) { __atomic_store_n(&spares, spares + (unsigned)delta, __ATOMIC_RELAXED); }
 
-static pack_host_t *host_table(tes_segment_t *host) { return (pack_host_t *)((uint8_t *)host + TES_LARGE_OFFSET); }
+static pack_host_t *host_table(tes_segment_t *host) { return tes_pack_host_table(host); }
 static tes_segment_t *host_of(pack_host_t *h) { return (tes_segment_t *)((uint8_t *)h - TES_LARGE_OFFSET); }
 static bool packed_segment(const tes_segment_t *seg) { return ((uintptr_t)seg & TES_SEGMENT_MASK) != 0; }
 static uint64_t run_mask(unsigned first, unsigned count) {
@@ -724,9 +713,9 @@ static void pack_release(tes_segment_t *seg) {
   uint64_t dirty = run_mask(first, (unsigned)((dirty_end + PACK_GRANULE - 1) >> PACK_GRANULE_SHIFT));
   if (dirty_end == 0) dirty = 0;
   atomic_fetch_and_explicit(&h->starts, ~((uint64_t)1 << first), memory_order_release);
-  /* The clock only when the host may need a due (read unlocked: a stale
-   * look costs a clock read or a later purge, nothing else). */
-  int64_t due = dirty != 0 && __atomic_load_n(&h->due, __ATOMIC_RELAXED) == 0 ? waiting_due() : 0;
+#ifdef TES_FAULT_INJECTION
+  if (tes_fault_pack_gap != NULL) tes_fault_pack_gap();
+#endif
   tes_lock(&large_lock);
   h->free_mask |= run_mask(first, count);
   h->dirty_mask |= dirty;
@@ -740,7 +729,12 @@ static void pack_release(tes_segment_t *seg) {
       host_unlink_locked(out); /* the oldest spare goes, this one stays */
     }
   }
-  if (due != 0) host_schedule_locked(h, due);
+  /* The due is looked at under the lock, and the clock read there when
+   * the host has none (once a delay at most). Looked at before the lock, a
+   * due the timed purge cleared meanwhile (it found nothing aging, this run
+   * not free yet) left the run dirty with no due, until a forced collect
+   * (fault.pack_release_purge). */
+  if (dirty != 0 && h->due == 0) host_schedule_locked(h, waiting_due());
   tes_unlock(&large_lock);
   if (out != NULL) host_free(out);
 }
@@ -801,7 +795,10 @@ void tes_large_purge_tails(bool force) {
      * MB at its end while the spares' granules freed after their host's due
      * was set waited another delay, 37 MB now). */
     host_purge_locked(h, force || (h->free_mask == PACK_ALL && now - h->empty_since >= tes_purge_delay(now)));
-    if (!force && (h->free_mask & h->dirty_mask) != 0) {
+    /* Granules still dirty (not aging yet, or madvise failed: a forced
+     * purge left those with no due, and nothing but another forced one
+     * purged them, fault.pack_purge_failed) wait for a new due. */
+    if ((h->free_mask & h->dirty_mask) != 0) {
       host_schedule_locked(h, waiting_due());
       if (h->due < next) next = h->due;
     }

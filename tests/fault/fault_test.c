@@ -756,6 +756,75 @@ static void check_purge_unlocked(void) {
   CHECK(tes_fault_locked_syscalls() == 0);
 }
 
+/* ---- Packed large blocks' purge schedule (src/large.c, rev26) ------------ */
+void tes_large_purge_tails(bool force); /* internal (large.c): the timed purge of hosts and tails */
+
+/* Resident OS pages among the whole pages of [p, p + n). */
+static size_t resident_pages(const void *p, size_t n) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1), hi = ((uintptr_t)p + n) & ~(uintptr_t)(page - 1);
+  static unsigned char vec[1024];
+  size_t count = (hi - lo) / page, resident = 0;
+  CHECK(count <= sizeof vec && mincore((void *)lo, hi - lo, vec) == 0);
+  for (size_t i = 0; i < count; i++) resident += vec[i] & 1;
+  return resident;
+}
+
+#define PACKED(granules) ((granules) * 64 * KiB - 4 * KiB) /* fills a run of that many 64 KiB granules */
+static int pack_gap_calls;
+static void purge_in_gap(void) {
+  tes_fault_pack_gap = NULL; /* once */
+  pack_gap_calls++;
+  tes_large_purge_tails(false);
+}
+
+/* A packed block's free looked at its host's due (unlocked, until rev26),
+ * saw one set, and the timed purge ran before the free took the lock: it
+ * found nothing aging (the block was not free yet), cleared the due and
+ * set none. The freed run then had no due and stayed resident until a
+ * forced collect. The hook runs the purge right before the lock. */
+static void check_pack_release_purge(void) {
+  CHECK(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 0) == 0);
+  tes_collect(true);
+  void *keep = tes_malloc(PACKED(3)), *y = tes_malloc(PACKED(3)), *x = tes_malloc(PACKED(4));
+  CHECK(keep != NULL && y != NULL && x != NULL);
+  memset(y, 1, PACKED(3));
+  memset(x, 2, PACKED(4));
+  tes_free(y); /* a due: y's run is aging */
+  tes_fault_pack_gap = purge_in_gap;
+  tes_free(x); /* the purge runs between its look and its lock */
+  CHECK(pack_gap_calls == 1);
+  tes_collect(false); /* x's run is due at once (delay 0) */
+  size_t left = resident_pages(x, PACKED(4));
+  if (left != 0) fprintf(stderr, "a freed packed run kept %zu pages after its due\n", left);
+  CHECK(left == 0);
+  tes_free(keep);
+  tes_collect(true);
+}
+
+/* A forced collect whose madvise of a host's free granules failed left
+ * them dirty with no due: only another forced collect tried again. */
+static void check_pack_purge_failed(void) {
+  CHECK(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 0) == 0);
+  tes_collect(true);
+  void *keep = tes_malloc(PACKED(3)), *x = tes_malloc(PACKED(4));
+  CHECK(keep != NULL && x != NULL);
+  memset(x, 2, PACKED(4));
+  tes_free(x);
+  injected_before = tes_fault_injected();
+  tes_fault_fail_always(TES_FAULT_MADVISE, true);
+  tes_collect(true);
+  expect_injected();
+  tes_fault_clear();
+  CHECK(resident_pages(x, PACKED(4)) > 0); /* not purged: madvise failed */
+  tes_collect(false); /* the granules got a due again: purged now */
+  size_t left = resident_pages(x, PACKED(4));
+  if (left != 0) fprintf(stderr, "a host's granules kept %zu pages after a failed forced purge\n", left);
+  CHECK(left == 0);
+  tes_free(keep);
+  tes_collect(true);
+}
+
 typedef struct fault_check_s {
   const char *name;
   void (*run)(void);
@@ -775,6 +844,8 @@ static const fault_check_t checks[] = {
   {"thread_heap", check_thread_heap},
   {"heap_new", check_heap_new},
   {"purge_unlocked", check_purge_unlocked},
+  {"pack_release_purge", check_pack_release_purge},
+  {"pack_purge_failed", check_pack_purge_failed},
 };
 
 int main(int argc, char **argv) {

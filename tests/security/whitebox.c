@@ -504,6 +504,32 @@ static int sbin_limits(void) {
   return 0;
 }
 
+/* never_packs (twenty-sixth session, rev26): the hardened build gives
+ * every large block a segment of its own, with the guard page after it
+ * (large.c packs only in the default build, whose default packs since the
+ * twenty-fifth session): TESSERA_LARGE_PACK cannot be set to 1, and blocks
+ * of the packing range (above 128 KiB, up to 1 MiB) start their own unit
+ * in the segment map, never a host's. */
+static int never_packs(void) {
+  if (tes_option_set(TES_OPTION_LARGE_PACK, 1) == 0 || tes_option_get(TES_OPTION_LARGE_PACK) != 0) {
+    printf("large_pack accepted 1 (now %ld)\n", tes_option_get(TES_OPTION_LARGE_PACK));
+    return 1;
+  }
+  static const size_t sizes[] = {128 * 1024 + 1, 200000, 500000, 1000000, (1 << 20) - 4096};
+  void *blocks[5];
+  for (int i = 0; i < 5; i++) {
+    blocks[i] = malloc(sizes[i]);
+    if (blocks[i] == NULL) return 2;
+    if (tes_segmap_get(blocks[i]) != TES_UNIT_START) {
+      printf("a block of %zu bytes is in a unit marked %u\n", sizes[i], tes_segmap_get(blocks[i]));
+      return 1;
+    }
+  }
+  for (int i = 0; i < 5; i++) free(blocks[i]);
+  printf("no block packed\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "remote_refill_single_local") == 0) return remote_refill_single_local();
   if (argc == 2 && strcmp(argv[1], "owner_remote_race") == 0) return owner_remote_race(48, 64, 10, 0, false);
@@ -523,9 +549,10 @@ int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "remote_bit_queued_sweep") == 0) return remote_bit_queued_sweep();
   if (argc == 2 && strcmp(argv[1], "large_free_race") == 0) return large_free_race();
   if (argc == 2 && strcmp(argv[1], "large_free_race_late") == 0) return large_free_race_late();
+  if (argc == 2 && strcmp(argv[1], "never_packs") == 0) return never_packs();
   fprintf(stderr,
           "usage: %s free_count_interior_link|large_free_race[_late]|owner_remote_race[_rest[_damaged]|_single|_delayed]|"
-          "remote_refill_single_local|remote_bit_after_collect|remote_bit_queued_sweep|medium_bins_only|sbin_limits\n",
+          "remote_refill_single_local|remote_bit_after_collect|remote_bit_queued_sweep|medium_bins_only|sbin_limits|never_packs\n",
           argv[0]);
   return 2;
 }
