@@ -66,7 +66,7 @@ int main(void) {
   REQUIRE(pthread_create(&t, NULL, trimmer, NULL) == 0, "pthread_create");
   /* The rounds take some 60 ms: on a loaded machine the collecting thread
    * could be scheduled only after they ended, and nothing would race (the
-   * check that it ran failed once so, at load 17). Start when it runs, and
+   * check that it ran could fail so). Start when it runs, and
    * go on past ROUNDS until it has collected during the rounds too. */
   while (atomic_load(&trims) == 0) sched_yield();
   tes_collect(true);
