@@ -78,6 +78,9 @@ void tes_process_init(void) {
      * them; one page of .bss becomes resident. A free before this point
      * is the loader's or a constructor's, never such a pointer. */
     __atomic_store_n(&tes_slices_none.tag[0], UINTPTR_MAX, __ATOMIC_RELAXED);
+    /* The exit reports (statistics, heap report) outlive a program that
+     * closes stderr first: every coreutils program does (close_stdout). */
+    if (tes_opt(TES_OPTION_SHOW_STATS) || tes_os_getenv("TESSERA_HEAP_REPORT") != NULL) tes_os_keep_stderr();
     if (tes_opt(TES_OPTION_VERBOSE))
       tes_message("libtessera %d.%d%s: page size %zu, purge delay %ld ms (%s), segment cache %ld, huge pages %ld",
                   TESSERA_VERSION_MAJOR, TESSERA_VERSION_MINOR, TES_SECURE ? " (hardened)" : "", tes_os_page_size(),

@@ -534,11 +534,24 @@ void tes_os_cancel_restore(int state) { pthread_setcancelstate(state, NULL); }
  * message can be written with a lock held (an out-of-memory note under a
  * heap's purge lock); a pending deferred cancel acting there left the lock
  * taken, and the thread's own exit, or a fork, spun on it for ever. */
+static int kept_stderr = -1;
+
+void tes_os_keep_stderr(void) {
+  if (kept_stderr < 0) kept_stderr = (int)syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 3);
+}
+
 void tes_os_write_stderr(const char *text, size_t length) {
+  int fd = 2;
   while (length > 0) {
-    ssize_t n = (ssize_t)syscall(SYS_write, 2, text, length);
+    ssize_t n = (ssize_t)syscall(SYS_write, fd, text, length);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
+      /* The program closed stderr (coreutils' close_stdout at exit does):
+       * the exit statistics go where stderr pointed at start-up. */
+      if (n < 0 && errno == EBADF && fd == 2 && kept_stderr >= 0) {
+        fd = kept_stderr;
+        continue;
+      }
       return;
     }
     text += n;

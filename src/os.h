@@ -97,8 +97,12 @@ bool tes_os_thread_start(void *(*fn)(void *), const char *name);
  * an allocator lock held. Neither is a cancellation point itself. */
 int tes_os_cancel_off(void);
 void tes_os_cancel_restore(int state);
-/* Write a message to stderr without allocating. */
+/* Write a message to stderr without allocating; if fd 2 is closed by then,
+ * to the copy tes_os_keep_stderr made. */
 void tes_os_write_stderr(const char *text, size_t length);
+/* Keep a close-on-exec copy of fd 2 (one descriptor, taken only when an exit
+ * report is asked for): many programs close stderr before the exit hooks run. */
+void tes_os_keep_stderr(void);
 /* getenv that never allocates (reads environ); NULL in secure execution. */
 const char *tes_os_getenv(const char *name);
 /* The environment to read TESSERA_* variables from: environ, or NULL in
