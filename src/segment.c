@@ -647,7 +647,7 @@ tes_page_t *tes_segment_page_alloc(tes_heap_t *heap, tes_segment_kind_t kind) {
      * heap's purge list, schedule_dirty_pages, and are taken first): a
      * program that went from small blocks to medium ones and back faulted
      * its purged small pages in again beside the medium segments in the
-     * cache (lib.api_phase_back_rss: 64.8 MiB grown, now 39), and threads
+     * cache (lib.api_phase_rss, its third phase: 64.8 MiB grown, now 39), and threads
      * that come and go (mstress: peak RSS 0.83-0.92 of before). */
     tes_segment_t *cached = cache_take_resident();
     if (cached != NULL) seg = segment_setup(heap, kind, cached);

@@ -1,5 +1,6 @@
 /* api_phase_rss.c — a program whose small blocks give way to medium ones
- * does not hold both (fifteenth session).
+ * does not hold both (fifteenth session), nor when they give way back to
+ * small ones (twenty-sixth session, rss26).
  *
  * 32 MiB of 4 KiB blocks are written and freed, except one block in every
  * 64th small page, which keeps every small segment in use: the freed pages
@@ -27,6 +28,7 @@
 #define MEDIUM_COUNT (32 * MIB / MEDIUM_SIZE)
 
 static void *small[SMALL_COUNT];
+static void *again[SMALL_COUNT];
 static void *medium[MEDIUM_COUNT];
 
 int main(void) {
@@ -44,7 +46,25 @@ int main(void) {
   REQUIRE(with_medium - start <= (int64_t)(40 * MIB),
           "RSS grew by %.1f MiB with 32 MiB of medium blocks live: the retired small pages stayed resident",
           (double)(with_medium - start) / MIB);
+
+  /* The medium blocks freed, their segments go whole to the segment cache,
+   * still resident (nothing falls due). Small blocks again: the small
+   * segments' free pages were purged above, and carving them faulted 32 MiB
+   * in beside the 32 MiB waiting in the cache; a page take that would fault
+   * now takes a resident cached segment first. RSS with the second small
+   * phase live must stay within 48 MiB of the start (32 MiB of blocks, the
+   * kept blocks' pages, the bins' medium blocks); before, about 64 MiB. */
   for (size_t i = 0; i < MEDIUM_COUNT; i++) free(medium[i]);
+  int64_t medium_freed = api_rss_bytes();
+  api_malloc_written(again, SMALL_COUNT, SMALL_SIZE, 3);
+  int64_t with_small = api_rss_bytes();
+  printf("rss: medium freed %.1f MiB, small again live %.1f MiB\n", (double)medium_freed / MIB,
+         (double)with_small / MIB);
+  REQUIRE(with_small - start <= (int64_t)(48 * MIB),
+          "RSS grew by %.1f MiB with 32 MiB of small blocks live again: purged small pages were faulted in "
+          "beside the resident cached segments",
+          (double)(with_small - start) / MIB);
+  for (size_t i = 0; i < SMALL_COUNT; i++) free(again[i]);
   for (size_t i = 0; i < SMALL_COUNT; i += KEEP_EVERY) free(small[i]);
   printf("ok\n");
   return 0;
