@@ -548,7 +548,7 @@ void tes_os_keep_stderr(void) {
   int saved = errno; /* fd 2 closed already: the failure must not show through the malloc that got here */
   struct stat st;
   int fd = (int)syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 3);
-  if (fd >= 0 && syscall(SYS_fstat, fd, &st) == 0) {
+  if (fd >= 0 && fstat(fd, &st) == 0) {
     kept_stderr_dev = st.st_dev;
     kept_stderr_ino = st.st_ino;
     kept_stderr = fd;
@@ -561,7 +561,7 @@ void tes_os_keep_stderr(void) {
 /* The copy, if it still names the file it was made of. */
 static bool kept_stderr_same(void) {
   struct stat st;
-  return syscall(SYS_fstat, kept_stderr, &st) == 0 && st.st_dev == kept_stderr_dev && st.st_ino == kept_stderr_ino;
+  return fstat(kept_stderr, &st) == 0 && st.st_dev == kept_stderr_dev && st.st_ino == kept_stderr_ino;
 }
 
 void tes_os_write_stderr(const char *text, size_t length) {
