@@ -545,7 +545,6 @@ static ino_t kept_stderr_ino;
 
 void tes_os_keep_stderr(void) {
   if (kept_stderr >= 0) return;
-  int saved = errno; /* fd 2 closed already: the failure must not show through the malloc that got here */
   struct stat st;
   int fd = (int)syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 3);
   if (fd >= 0 && fstat(fd, &st) == 0) {
@@ -555,7 +554,6 @@ void tes_os_keep_stderr(void) {
   } else if (fd >= 0) {
     syscall(SYS_close, fd);
   }
-  errno = saved;
 }
 
 /* The copy, if it still names the file it was made of. */
