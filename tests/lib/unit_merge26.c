@@ -11,13 +11,18 @@
  * 2. Linking a segment (start26, owned_set) walks only the pages whose
  *    free bit is clear: a full small segment (64 pages, the mask's edge) and
  *    a full medium one (8 pages), unlinked and linked again (as adoption
- *    links a segment), have every page in use in the thread's slice table. */
+ *    links a segment), have every page in use in the thread's slice table.
+ * 3. A thread past its exit (start26: tes_tls_exited, where a second static
+ *    heap was): a free from a destructor that runs after the library's
+ *    leaves the thread without a heap (counted in the orphan counters), a
+ *    malloc there gets one (a late heap), and the flag stays. */
 #define _GNU_SOURCE
 #include "unit_common.h"
 
 #include "internal.h"
 #include "tessera.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #define UNIT_BASE(p) ((tes_segment_t *)((uintptr_t)(p) & ~(uintptr_t)TES_SEGMENT_MASK))
@@ -118,6 +123,47 @@ static void check_relink(size_t size, tes_segment_kind_t kind, unsigned want_pag
   printf("relink of a %u-page segment: %u pages in use, all in the slice table\n", want_pages, in_use);
 }
 
+static pthread_key_t later_key;
+static struct {
+  bool ran, exited_flag, static_after_free, heap_after_malloc, exited_after_malloc;
+  uint64_t orphan_frees_grew;
+} later;
+
+static void later_destructor(void *block) {
+  later.ran = true;
+  later.exited_flag = tes_tls_exited;
+  uint64_t orphan_before = tes_orphan_counters.remote_frees;
+  tes_free(block);
+  later.static_after_free = tes_tls_heap->is_static;
+  later.orphan_frees_grew = tes_orphan_counters.remote_frees - orphan_before;
+  void *again = tes_malloc(64);
+  later.heap_after_malloc = again != NULL && !tes_tls_heap->is_static;
+  later.exited_after_malloc = tes_tls_exited;
+  tes_free(again);
+}
+
+static void *exiting_thread(void *arg) {
+  (void)arg;
+  void *block = tes_malloc(100);
+  pthread_setspecific(later_key, block);
+  return NULL;
+}
+
+static void check_after_exit(void) {
+  REQUIRE(pthread_key_create(&later_key, later_destructor) == 0, "a key after the library's");
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, NULL, exiting_thread, NULL) == 0, "pthread_create");
+  pthread_join(thread, NULL);
+  REQUIRE(later.ran, "the destructor did not run");
+  CHECK(later.exited_flag, "the library's destructor had not run first (or did not set tes_tls_exited)");
+  CHECK(later.static_after_free, "a free after the thread's exit made it a heap");
+  CHECK(later.orphan_frees_grew == 1, "the free after exit counted %llu orphan frees",
+        (unsigned long long)later.orphan_frees_grew);
+  CHECK(later.heap_after_malloc, "a malloc after the thread's exit got no heap");
+  CHECK(later.exited_after_malloc, "the exited flag was cleared by the late heap");
+  printf("after exit: a free stays heapless, a malloc gets a late heap\n");
+}
+
 int main(void) {
   REQUIRE(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 3600000) == 0, "an hour's purge delay");
   tes_free(tes_malloc(16)); /* the thread's heap */
@@ -125,6 +171,7 @@ int main(void) {
   check_resident_take();
   check_relink(1024, TES_SEG_SMALL, 64);
   check_relink(64 * 1024, TES_SEG_MEDIUM, 8);
+  check_after_exit();
   for (size_t i = 0; i < block_count; i++) tes_free(blocks[i]);
   return unit_finish("unit_merge26");
 }
