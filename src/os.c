@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -535,9 +536,30 @@ void tes_os_cancel_restore(int state) { pthread_setcancelstate(state, NULL); }
  * heap's purge lock); a pending deferred cancel acting there left the lock
  * taken, and the thread's own exit, or a fork, spun on it for ever. */
 static int kept_stderr = -1;
+/* The file the copy was made of: a program may close every descriptor from
+ * 3 up (closefrom, as daemons and shells do) and open a file that takes the
+ * copy's number; the exit report must not go into that file (review,
+ * twenty-sixth session, mrg26: lib.api_options' --child-reuses-kept). */
+static dev_t kept_stderr_dev;
+static ino_t kept_stderr_ino;
 
 void tes_os_keep_stderr(void) {
-  if (kept_stderr < 0) kept_stderr = (int)syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 3);
+  if (kept_stderr >= 0) return;
+  struct stat st;
+  int fd = (int)syscall(SYS_fcntl, 2, F_DUPFD_CLOEXEC, 3);
+  if (fd >= 0 && fstat(fd, &st) == 0) {
+    kept_stderr_dev = st.st_dev;
+    kept_stderr_ino = st.st_ino;
+    kept_stderr = fd;
+  } else if (fd >= 0) {
+    syscall(SYS_close, fd);
+  }
+}
+
+/* The copy, if it still names the file it was made of. */
+static bool kept_stderr_same(void) {
+  struct stat st;
+  return fstat(kept_stderr, &st) == 0 && st.st_dev == kept_stderr_dev && st.st_ino == kept_stderr_ino;
 }
 
 void tes_os_write_stderr(const char *text, size_t length) {
@@ -548,7 +570,7 @@ void tes_os_write_stderr(const char *text, size_t length) {
       if (n < 0 && errno == EINTR) continue;
       /* The program closed stderr (coreutils' close_stdout at exit does):
        * the exit statistics go where stderr pointed at start-up. */
-      if (n < 0 && errno == EBADF && fd == 2 && kept_stderr >= 0) {
+      if (n < 0 && errno == EBADF && fd == 2 && kept_stderr >= 0 && kept_stderr_same()) {
         fd = kept_stderr;
         continue;
       }

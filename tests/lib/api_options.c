@@ -16,6 +16,7 @@
 #include "api_check.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -176,6 +177,25 @@ static void check_environment(void) {
   memset(&r, 0, sizeof r);
   run_child("TESSERA_SHOW_STATS=0", &r);
   CHECK(r.err[0] == '\0', "TESSERA_SHOW_STATS=0, stderr closed by the program: printed \"%.200s\"", r.err);
+  /* A program that closes every descriptor from 3 up (closefrom, as
+   * daemons do) and opens a file that takes the number of the library's
+   * copy of stderr, then closes stderr: the exit report is not written
+   * into that file (review, twenty-sixth session, mrg26). */
+  char kept_path[64];
+  snprintf(kept_path, sizeof kept_path, "/tmp/api_options_kept_%d", (int)getpid());
+  child_mode = "--child-reuses-kept";
+  memset(&r, 0, sizeof r);
+  run_child("TESSERA_SHOW_STATS=1", &r);
+  char file_text[256] = "";
+  int kept_file = open(kept_path, O_RDONLY);
+  CHECK(kept_file >= 0, "the child's file %s was not made", kept_path);
+  if (kept_file >= 0) {
+    read_all(kept_file, file_text, sizeof file_text);
+    close(kept_file);
+  }
+  unlink(kept_path);
+  CHECK(!strcmp(file_text, "the program's own data\n"),
+        "TESSERA_SHOW_STATS=1, the stderr copy's number reused for a file: the file holds \"%.200s\"", file_text);
   child_mode = "--child";
 
   /* TESSERA_HEAP_REPORT (src/heap_report.c): 1 prints, junk warns once. */
@@ -246,6 +266,22 @@ int main(int argc, char **argv) {
     int status = child_main();
     fflush(stdout);
     close(2); /* what fclose(stderr) does to the descriptor, without a closed FILE for the library to touch */
+    return status;
+  }
+  if (argc > 1 && !strcmp(argv[1], "--child-reuses-kept")) {
+    int status = child_main();
+    fflush(stdout);
+    for (int fd = 3; fd < 1024; fd++) close(fd);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/api_options_kept_%d", (int)getppid());
+    int file = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (file < 0) return 1;
+    /* Every number from 3 to 63 names the file, whichever the library's copy had. */
+    for (int fd = 3; fd < 64; fd++)
+      if (fd != file) dup2(file, fd);
+    static const char data[] = "the program's own data\n";
+    if (write(file, data, sizeof data - 1) != (ssize_t)(sizeof data - 1)) return 1;
+    close(2); /* as close_stdout does at exit */
     return status;
   }
   REQUIRE(api_malloc_is_linked_tessera(), "api_options must be linked with libtessera");
