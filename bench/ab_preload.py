@@ -36,6 +36,17 @@ def run(program, threads, extra, lib):
     return work, cpu, r1.ru_minflt - r0.ru_minflt
 
 
+def rotated(items, r):
+    """Round r's running order of items: rotated by one each round and
+    reversed every other cycle, so that no item always runs after the same
+    neighbour (a cache or page cache warmed by it)."""
+    k = r % len(items)
+    order = list(items[k:]) + list(items[:k])
+    if (r // len(items)) % 2:
+        order.reverse()
+    return order
+
+
 def main():
     args = sys.argv[1:]
     extra = []
@@ -48,12 +59,7 @@ def main():
     program = os.environ.get("BIN", "build/bench/bench_mstress")
     res = [[] for _ in libs]
     for r in range(rounds):
-        order = list(range(len(libs)))
-        k = r % len(libs)
-        order = order[k:] + order[:k]
-        if (r // len(libs)) % 2:
-            order.reverse()
-        for j in order:
+        for j in rotated(range(len(libs)), r):
             res[j].append(run(program, threads, extra, libs[j]))
     for j, lib in enumerate(libs):
         ratio = [st.median(res[j][i][m] / res[0][i][m] for i in range(rounds)) for m in (0, 1)]

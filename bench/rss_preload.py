@@ -11,12 +11,18 @@ variant the median peak RSS (wait4's ru_maxrss) and every run's, sorted,
 in MiB, the median work_s the program reports and the median minor-fault
 count. List a library twice (two copies, or the same file under two
 names) as an A/A control: RSS modes show up as two clusters in the sorted
-runs, which a median alone hides.
+runs, which a median alone hides. A peak below the interpreter's own
+(about 14.7 MiB here) reads as the interpreter's: the child's ru_maxrss
+keeps the high-water mark of the Python process it was forked from across
+the exec (bench_single --scale 0.02 reads 14.7 under every library). For
+small programs use build/bench/bench_tiny_exec.
 """
 import os
 import statistics as st
 import subprocess
 import sys
+
+from ab_preload import rotated
 
 
 def main():
@@ -34,11 +40,7 @@ def main():
         variants.append((name, env))
     results = {name: [] for name, _ in variants}
     for r in range(rounds):
-        k = r % len(variants)
-        order = variants[k:] + variants[:k]
-        if (r // len(variants)) % 2:
-            order.reverse()
-        for name, env in order:
+        for name, env in rotated(variants, r):
             child = subprocess.Popen(program, env=env, stdout=subprocess.PIPE, text=True)
             out = child.stdout.read()
             _, status, usage = os.wait4(child.pid, 0)
