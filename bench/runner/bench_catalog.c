@@ -61,6 +61,8 @@ const bench_workload_t bench_workloads[] = {
    "sqlite3 shell on a generated in-memory database (insert, index, aggregate, update)"},
   {"python", "real", "bench_python", NULL, BENCH_SRC_OWN, BENCH_THREADS_NONE, 0, 0,
    "python3 allocation-heavy script (dicts, strings, JSON) with PYTHONMALLOC=malloc"},
+  {"clang", "real", "bench_clang", NULL, BENCH_SRC_OWN, BENCH_THREADS_NONE, 0, 0,
+   "clang-14 -S -O1 on a generated C++20 unit (templates, constexpr containers, virtual classes)"},
   {"startup", "real", "bench_startup", NULL, BENCH_SRC_OWN, BENCH_THREADS_NONE, 0, 0,
    "short-lived programs: malloc(16), true, sort, ls -l, exec'd in turn (peak RSS: the largest)"},
 };
