@@ -144,7 +144,7 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
    * onto the page's stack over its delayed link, and the owner's walk of
    * the delayed list followed the stack's link (SIGSEGV). */
   uintptr_t mark = *tes_bin_mark(block);
-  if (tes_unlikely(mark == (uintptr_t)__atomic_load_n(&page->bin, __ATOMIC_RELAXED) ||
+  if (tes_unlikely(mark == (uintptr_t)atomic_load_explicit(&page->bin_for_remote, memory_order_relaxed) ||
                    mark == tes_delayed_mark(page))) {
     tes_report_double_free(page, block);
     return; /* when the program goes on: not linked twice */
@@ -185,7 +185,13 @@ void tes_free_remote(tes_page_t *page, tes_block_t *block) {
 /* A page in use whose block area p lies in (its segment found p's); the
  * page part of every ownership check below. */
 static inline bool page_holds(const tes_page_t *page, const void *p) {
+#if TES_SECURE
   return tes_page_in_use_any_thread(page) && (const uint8_t *)p >= page->area;
+#else
+  /* From the remote frees' line, not the owner's first (internal.h). */
+  const uint8_t *area = atomic_load_explicit(&page->area_if_in_use, memory_order_relaxed);
+  return area != NULL && (const uint8_t *)p >= area;
+#endif
 }
 
 /* The segment owning p if p is a live block start we can free; else NULL
@@ -335,6 +341,12 @@ void tes_free_slow(void *p) {
        * free_checked before the twentieth session, 111.3 since,
        * security.remote_free_budget). */
       tes_page_t *page = tes_page_of(seg, p);
+#if defined(__x86_64__) && !TES_SECURE
+      /* The line page_holds reads and the CAS writes, asked for in the
+       * exclusive state at once: read first, it came over shared and the
+       * CAS had to ask again (tcm27). A no-op where unsupported. */
+      __asm__ volatile("prefetchw %0" : : "m"(page->xthread_free));
+#endif
       if (tes_likely(page_holds(page, p) && secure_quick(seg, page, p, true))) {
         heap->counters.remote_frees++;
         tes_free_remote(page, (tes_block_t *)p);

@@ -225,6 +225,17 @@ struct tes_page_s {
    * their CASes do not keep stealing the line of the owner's fast path. */
   _Atomic uintptr_t xthread_free __attribute__((aligned(64))); /* remote frees (tagged pointer, TES_TF_*) */
   _Atomic(struct tes_heap_s *) heap;
+#if !TES_SECURE
+  /* Copies, for other threads' frees, of what their checks read from the
+   * first line (in_use and area as one word: `area` while in use, else
+   * NULL, as a zeroed descriptor reads; `bin`), kept on this
+   * line, which their CAS takes anyway: reading the first line itself
+   * pulled the owner's hottest line to the freeing core on every remote
+   * free and made the owner's next used++ wait for it back (mstress
+   * split over the two cores: tcm27, docs/PERFORMANCE.md). */
+  const uint8_t *_Atomic area_if_in_use;
+  _Atomic(struct tes_bin_s *) bin_for_remote;
+#endif
 #if TES_SECURE
   /* The index + 1 of the block another thread freed last (0: none), which
    * the collect holds back (page.c, remote_bits_take): a hint, written by
@@ -269,7 +280,20 @@ TES_INLINE uint32_t tes_page_capacity_any_thread(const tes_page_t *page) {
  * of an already freed block, whichever value it reads, and only chooses
  * the path to the report (the hardened build's tag exchange and verdict
  * catch it on either). */
+#if TES_SECURE
 #define tes_page_in_use_set(page, v) __atomic_store_n(&(page)->in_use, (uint8_t)(v), __ATOMIC_RELAXED)
+#else
+/* in_use and its copy on the remote frees' line (area_if_in_use); `area`
+ * must be set before a page goes into use. */
+#define tes_page_in_use_set(page, v)                                                                 \
+  do {                                                                                              \
+    tes_page_t *page_in_use_ = (page);                                                              \
+    bool in_use_ = (v) != 0;                                                                        \
+    __atomic_store_n(&page_in_use_->in_use, (uint8_t)in_use_, __ATOMIC_RELAXED);                     \
+    atomic_store_explicit(&page_in_use_->area_if_in_use,                                            \
+                          in_use_ ? page_in_use_->area : NULL, memory_order_relaxed);                  \
+  } while (0)
+#endif
 TES_INLINE bool tes_page_in_use_any_thread(const tes_page_t *page) {
   return __atomic_load_n(&page->in_use, __ATOMIC_RELAXED) != 0;
 }
@@ -488,6 +512,7 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
   /* Atomic (a plain store on every target) because a remote free reads it
    * (tes_free_remote's check of a binned block's mark). */
   __atomic_store_n(&page->bin, bin, __ATOMIC_RELAXED);
+  atomic_store_explicit(&page->bin_for_remote, bin, memory_order_relaxed);
 #endif
 }
 

@@ -1195,6 +1195,7 @@ static void *remap_done(tes_segment_t *seg, tes_segment_t *moved, void *p, size_
   moved->cookie = (uintptr_t)moved ^ tes_process_key;
   tes_page_t *page = &moved->pages[0];
   page->area = (uint8_t *)moved + offset;
+  tes_page_in_use_set(page, 1); /* its copy of area too */
   page->block_size = usable;
   if (moved->dirty_end < offset + usable) moved->dirty_end = offset + usable;
   tes_lock(&large_lock);

@@ -48,6 +48,9 @@ void tes_page_init(tes_page_t *page, tes_segment_t *seg, unsigned class_index, s
    * sees the geometry above (heap_visit.c, page_snapshot). A plain store on
    * x86 and a store-release on arm64, on the page's setup only. */
   __atomic_store_n(&page->in_use, 1, __ATOMIC_RELEASE);
+#if !TES_SECURE
+  atomic_store_explicit(&page->area_if_in_use, page->area, memory_order_relaxed);
+#endif
   page->pinned = 0;
   page->in_full = 0;
   page->kept_empty = 0;
