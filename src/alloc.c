@@ -4,8 +4,9 @@
  * block; calloc/reallocarray detect overflow (ENOMEM); a bad alignment is
  * EINVAL; realloc(p, 0) frees p and returns NULL (glibc's behaviour);
  * realloc stays in place while the block's class (or a large block's
- * segment) still fits. In the drop-in builds the standard names are these
- * functions under a second name (aliases, at the end of this file). */
+ * segment) still fits. In the drop-in shared libraries the standard names
+ * are these functions under a second name (aliases, at the end of this
+ * file); in the static archives override.c defines them. */
 #include "alloc_inline.h"
 
 static tes_heap_t *heap_for_slow_path(void) {
@@ -362,17 +363,23 @@ TES_API void tes_collect(bool force) {
   tes_cache_purge(force);
 }
 
-/* ---- the standard names (drop-in builds) -------------------------------------------- */
-/* In the drop-in builds (TES_OVERRIDE: tessera_shared/static/secure/fault;
- * not tessera_nooverride) the standard C names, glibc's internal __libc_*
- * ones and override_new.cpp's tes_cxx_* are aliases of the tes_* functions
- * above: the program reaches the inlined fast paths with no extra call or
- * PLT hop, and the library holds one copy of each. (Until the
- * twenty-seventh session override.c defined them as functions of their own:
- * three copies of malloc's fast path and seven of free's, 2 KiB of the
- * executable segment, and the forwarders jumped through the PLT to reach
- * tes_aligned_alloc and the rest: PERFORMANCE.md, txt27.) */
-#if TES_OVERRIDE
+/* ---- the standard names (drop-in shared libraries) ---------------------------------- */
+/* In libtessera.so and libtessera-secure.so (TES_STANDARD_ALIASES, set by
+ * src/CMakeLists.txt for the shared drop-in builds) the standard C names,
+ * glibc's internal __libc_* ones and override_new.cpp's tes_cxx_malloc and
+ * tes_cxx_free are aliases of the tes_* functions above: the program
+ * reaches the inlined fast paths with no extra call or PLT hop, and the
+ * library holds one copy of each. (Until the twenty-seventh session
+ * override.c defined them as functions of their own there too: three
+ * copies of malloc's fast path and seven of free's, 2 KiB of the
+ * executable segment, which every process maps whole, and the forwarders
+ * jumped through the PLT to reach tes_aligned_alloc and the rest:
+ * PERFORMANCE.md, txt27.) The static archives still take them from
+ * override.c, an object of their own: an alias would come with every
+ * program that calls tes_malloc and hand that program's C library, whose
+ * internal mallocs go through the executable's malloc, to the allocator
+ * (lib.unit_page_exit counts every block). */
+#if TES_OVERRIDE && TES_STANDARD_ALIASES
 #define TES_STANDARD_NAME(target) __attribute__((alias(#target), visibility("default")))
 void *malloc(size_t size) TES_STANDARD_NAME(tes_malloc);
 void free(void *p) TES_STANDARD_NAME(tes_free);
@@ -404,5 +411,12 @@ void *__libc_reallocarray(void *p, size_t count, size_t size) TES_STANDARD_NAME(
  * them). */
 void *tes_cxx_malloc(size_t size) __attribute__((alias("tes_malloc")));
 void tes_cxx_free(void *p) __attribute__((alias("tes_free")));
+#endif /* TES_OVERRIDE && TES_STANDARD_ALIASES */
+
+/* override_new.cpp's aligned new, in every drop-in build: hidden, no PLT
+ * hop (it called tes_aligned_alloc through the PLT until the
+ * twenty-seventh session). Not a standard name, so a static program gets
+ * nothing it did not ask for. */
+#if TES_OVERRIDE
 void *tes_cxx_aligned_alloc(size_t alignment, size_t size) __attribute__((alias("tes_aligned_alloc")));
-#endif /* TES_OVERRIDE */
+#endif

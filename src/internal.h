@@ -53,6 +53,11 @@
 #ifndef TES_SECURE
 #define TES_SECURE 0
 #endif
+/* 1 in the shared drop-in libraries: the standard names are aliases in
+ * alloc.c; 0 in the archives, where override.c defines them. */
+#ifndef TES_STANDARD_ALIASES
+#define TES_STANDARD_ALIASES 0
+#endif
 
 #define tes_likely(x) __builtin_expect(!!(x), 1)
 #define tes_unlikely(x) __builtin_expect(!!(x), 0)
