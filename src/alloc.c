@@ -4,7 +4,9 @@
  * block; calloc/reallocarray detect overflow (ENOMEM); a bad alignment is
  * EINVAL; realloc(p, 0) frees p and returns NULL (glibc's behaviour);
  * realloc stays in place while the block's class (or a large block's
- * segment) still fits. override.c maps the standard names onto these. */
+ * segment) still fits. In the drop-in shared libraries the standard names
+ * are these functions under a second name (aliases, at the end of this
+ * file); in the static archives override.c defines them. */
 #include "alloc_inline.h"
 
 static tes_heap_t *heap_for_slow_path(void) {
@@ -24,16 +26,20 @@ TES_API void *tes_malloc(size_t size) { return tes_malloc_inline(tes_tls_heap, s
 
 TES_API void tes_free(void *p) { tes_free_inline(p); }
 
-TES_API void tes_free_sized(void *p, size_t size) {
-  (void)size;
-  tes_free_inline(p);
-}
-
-TES_API void tes_free_aligned_sized(void *p, size_t alignment, size_t size) {
-  (void)alignment;
-  (void)size;
-  tes_free_inline(p);
-}
+/* The sizes are hints free does not need, so the sized frees are tes_free
+ * itself under other names (an alias: one copy of the fast path, not three,
+ * and no extra jump). Their extra arguments arrive in registers tes_free
+ * never reads (the x86-64 and AArch64 calling conventions), which is what
+ * makes the alias across the two types sound here. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wattribute-alias"
+#endif
+TES_API void tes_free_sized(void *p, size_t size) __attribute__((alias("tes_free")));
+TES_API void tes_free_aligned_sized(void *p, size_t alignment, size_t size) __attribute__((alias("tes_free")));
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size);
 void *tes_calloc_in(tes_heap_t *heap, size_t count, size_t size) {
@@ -356,3 +362,61 @@ TES_API void tes_collect(bool force) {
   tes_heaps_purge(tes_os_clock_ms(), force);
   tes_cache_purge(force);
 }
+
+/* ---- the standard names (drop-in shared libraries) ---------------------------------- */
+/* In libtessera.so and libtessera-secure.so (TES_STANDARD_ALIASES, set by
+ * src/CMakeLists.txt for the shared drop-in builds) the standard C names,
+ * glibc's internal __libc_* ones and override_new.cpp's tes_cxx_malloc and
+ * tes_cxx_free are aliases of the tes_* functions above: the program
+ * reaches the inlined fast paths with no extra call or PLT hop, and the
+ * library holds one copy of each. (Until the twenty-seventh session
+ * override.c defined them as functions of their own there too: three
+ * copies of malloc's fast path and seven of free's, 2 KiB of the
+ * executable segment, which every process maps whole, and the forwarders
+ * jumped through the PLT to reach tes_aligned_alloc and the rest:
+ * PERFORMANCE.md, txt27.) The static archives still take them from
+ * override.c, an object of their own: an alias would come with every
+ * program that calls tes_malloc and hand that program's C library, whose
+ * internal mallocs go through the executable's malloc, to the allocator
+ * (lib.unit_page_exit counts every block). */
+#if TES_OVERRIDE && TES_STANDARD_ALIASES
+#define TES_STANDARD_NAME(target) __attribute__((alias(#target), visibility("default")))
+void *malloc(size_t size) TES_STANDARD_NAME(tes_malloc);
+void free(void *p) TES_STANDARD_NAME(tes_free);
+void cfree(void *p) TES_STANDARD_NAME(tes_free);
+void free_sized(void *p, size_t size) TES_STANDARD_NAME(tes_free_sized);
+void free_aligned_sized(void *p, size_t alignment, size_t size) TES_STANDARD_NAME(tes_free_aligned_sized);
+void *calloc(size_t count, size_t size) TES_STANDARD_NAME(tes_calloc);
+void *realloc(void *p, size_t size) TES_STANDARD_NAME(tes_realloc);
+void *reallocarray(void *p, size_t count, size_t size) TES_STANDARD_NAME(tes_reallocarray);
+void *aligned_alloc(size_t alignment, size_t size) TES_STANDARD_NAME(tes_aligned_alloc);
+int posix_memalign(void **out, size_t alignment, size_t size) TES_STANDARD_NAME(tes_posix_memalign);
+void *memalign(size_t alignment, size_t size) TES_STANDARD_NAME(tes_memalign);
+void *valloc(size_t size) TES_STANDARD_NAME(tes_valloc);
+void *pvalloc(size_t size) TES_STANDARD_NAME(tes_pvalloc);
+size_t malloc_usable_size(void *p) TES_STANDARD_NAME(tes_usable_size);
+
+/* glibc's internal names. */
+void *__libc_malloc(size_t size) TES_STANDARD_NAME(tes_malloc);
+void __libc_free(void *p) TES_STANDARD_NAME(tes_free);
+void *__libc_calloc(size_t count, size_t size) TES_STANDARD_NAME(tes_calloc);
+void *__libc_realloc(void *p, size_t size) TES_STANDARD_NAME(tes_realloc);
+void *__libc_memalign(size_t alignment, size_t size) TES_STANDARD_NAME(tes_memalign);
+void *__libc_valloc(size_t size) TES_STANDARD_NAME(tes_valloc);
+void *__libc_pvalloc(size_t size) TES_STANDARD_NAME(tes_pvalloc);
+void *__libc_reallocarray(void *p, size_t count, size_t size) TES_STANDARD_NAME(tes_reallocarray);
+
+/* For override_new.cpp's operator new and delete: hidden, so its calls bind
+ * here directly (no PLT hop, and a program's own malloc does not capture
+ * them). */
+void *tes_cxx_malloc(size_t size) __attribute__((alias("tes_malloc")));
+void tes_cxx_free(void *p) __attribute__((alias("tes_free")));
+#endif /* TES_OVERRIDE && TES_STANDARD_ALIASES */
+
+/* override_new.cpp's aligned new, in every drop-in build: hidden, no PLT
+ * hop (it called tes_aligned_alloc through the PLT until the
+ * twenty-seventh session). Not a standard name, so a static program gets
+ * nothing it did not ask for. */
+#if TES_OVERRIDE
+void *tes_cxx_aligned_alloc(size_t alignment, size_t size) __attribute__((alias("tes_aligned_alloc")));
+#endif

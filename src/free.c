@@ -371,7 +371,7 @@ void tes_free_slow(void *p) {
 }
 
 /* ---- messages and errors ------------------------------------------------------ */
-void tes_message(const char *fmt, ...) {
+TES_COLD void tes_message(const char *fmt, ...) {
   char buf[512];
   int n = snprintf(buf, sizeof buf, "tessera: ");
   va_list ap;
@@ -384,7 +384,7 @@ void tes_message(const char *fmt, ...) {
   tes_os_write_stderr(buf, len);
 }
 
-void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *page) {
+TES_COLD void tes_report_error(tes_error_kind_t kind, const void *p, const tes_page_t *page) {
   static const char *what[] = {
       [TES_ERR_INVALID_FREE] = "invalid free",
       [TES_ERR_DOUBLE_FREE] = "double free",
@@ -431,7 +431,7 @@ _Noreturn void tes_lock_reentered(const tes_lock_t *lock) {
  * each a double free. Otherwise p was never ours: an invalid free. (An
  * address that someone else has mapped since a segment of ours was
  * unmapped there is named a double free too: refused all the same.) */
-void tes_report_unowned(const void *p) {
+TES_COLD void tes_report_unowned(const void *p) {
   size_t size;
   if (tes_large_freed_before(p, &size)) {
     tes_message("error: double free of %p (large block, %zu bytes, already freed) in thread %ld", p, size,

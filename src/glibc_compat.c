@@ -27,7 +27,7 @@
  * common uordblks + hblkhd counted every large block twice.)
  *
  * These symbols are only defined in the drop-in (override) builds, like the
- * standard names in override.c: the tes_*-only build leaves glibc's own. */
+ * standard names at the end of alloc.c: the tes_*-only build leaves glibc's own. */
 #include "internal.h"
 
 #include <errno.h>
@@ -83,7 +83,7 @@ TES_COMPAT_EXPORT struct mallinfo mallinfo(void) {
   return info;
 }
 /* glibc exports mallinfo under its internal name too, as it does malloc,
- * free and mallopt (override.c, below): a caller of __libc_mallinfo got
+ * free (alloc.c) and mallopt (below): a caller of __libc_mallinfo got
  * glibc's own, empty, arena under LD_PRELOAD. */
 struct mallinfo __libc_mallinfo(void);
 TES_COMPAT_EXPORT struct mallinfo __libc_mallinfo(void) __attribute__((alias("mallinfo")));

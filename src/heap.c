@@ -66,7 +66,7 @@ static void pages_unfreeing(tes_page_t *p) {
   }
 }
 
-void tes_heaps_after_fork_child(void) {
+TES_COLD void tes_heaps_after_fork_child(void) {
   for (tes_heap_t *heap = tes_heaps_all; heap != NULL; heap = heap->all_next) {
     heap->sweep_pins = 0; /* pinned by a walk of a thread that does not exist here */
     for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
@@ -429,7 +429,7 @@ static void bins_flush(tes_heap_t *heap) {
 
 /* bins_flush for the park: the default build's bins keep the blocks whose
  * pages stay in use (bin_park). */
-static void bins_park(tes_heap_t *heap) {
+static TES_COLD void bins_park(tes_heap_t *heap) {
 #if TES_SECURE
   bins_flush(heap);
 #else
@@ -451,7 +451,7 @@ static void bins_park(tes_heap_t *heap) {
  * that list from other threads, see it (before, they could read a heap half
  * set up, e.g. a bin whose limit was set and whose room was not yet, which
  * counted `limit` phantom blocks). */
-void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default) {
+TES_COLD void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_default) {
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct[i] = &tes_page_empty;
   bins_reset(heap);
   /* An empty slot is any tag no pointer's slice equals. 0 is one in every
@@ -479,7 +479,7 @@ void tes_heap_setup(tes_heap_t *heap, uintptr_t thread_id, tes_heap_t *thread_de
   tes_unlock(&heaps_lock);
 }
 
-tes_heap_t *tes_heap_alloc_struct(void) {
+TES_COLD tes_heap_t *tes_heap_alloc_struct(void) {
   tes_heap_t *heap = NULL;
   bool pooled = false;
   uint8_t *spare = NULL;
@@ -543,7 +543,7 @@ tes_heap_t *tes_heap_alloc_struct(void) {
   return heap;
 }
 
-void tes_heap_release_struct(tes_heap_t *heap) {
+TES_COLD void tes_heap_release_struct(tes_heap_t *heap) {
   tes_heaps_lock();
   while (heap->sweep_pins != 0) { /* a walk purges it (tes_heaps_purge): it keeps its place until then */
     tes_unlock(&heaps_lock);
@@ -1855,7 +1855,7 @@ void tes_heap_collect_first_class(tes_heap_t *owner, bool force) {
  * class queues may keep USE_DELAYED from an earlier stay in the full
  * queue), waiting for remote freers that are pushing to this heap now; then
  * no remote free reads page->heap any more, so it may change or vanish. */
-static void heap_stop_delayed(tes_heap_t *heap) {
+static TES_COLD void heap_stop_delayed(tes_heap_t *heap) {
   for (tes_page_t *p = heap->full.first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++)
     for (tes_page_t *p = heap->queues[c].first; p != NULL; p = p->next) tes_page_set_delayed(p, TES_TF_NORMAL);
@@ -1867,7 +1867,7 @@ static void heap_stop_delayed(tes_heap_t *heap) {
 /* Detach every page from the heap's queues (for abandon and delete); its
  * retired pages are all purged, unless the caller does that itself (with
  * purge false: heap_abandon, outside the abandon lock). */
-static void heap_detach(tes_heap_t *heap, bool purge) {
+static TES_COLD void heap_detach(tes_heap_t *heap, bool purge) {
   heap_stop_delayed(heap);
   tes_heap_process_delayed(heap);
   if (!heap->is_static) heap_collect_pages(heap, false, false);
@@ -1929,7 +1929,7 @@ static tes_heap_t *first_class_of(const tes_heap_t *owner, bool deleted_only) {
 /* Move a first-class heap's pages into its thread's default heap, or free
  * them all when another thread destroyed it, and let the struct go (on that
  * thread, or once it is gone). */
-static void delete_into(tes_heap_t *fc, tes_heap_t *heap) {
+static TES_COLD void delete_into(tes_heap_t *fc, tes_heap_t *heap) {
   bool requested = atomic_load_explicit(&fc->delete_requested, memory_order_acquire);
   if (requested && atomic_load_explicit(&fc->destroy_requested, memory_order_relaxed)) tes_heap_free_all(fc);
   else tes_heap_move_pages(fc, heap);
@@ -1966,7 +1966,7 @@ void tes_heap_process_deletes(tes_heap_t *heap) {
  * other threads waited on remote stacks no owner collects, and their
  * thread_default named a heap struct that the pool hands to the next new
  * thread. */
-static void delete_first_class_heaps(tes_heap_t *heap) {
+static TES_COLD void delete_first_class_heaps(tes_heap_t *heap) {
   while (atomic_load_explicit(&heap->first_class_heaps, memory_order_relaxed) +
              atomic_load_explicit(&heap->first_class_deleted, memory_order_acquire) > 0) {
     tes_heap_t *fc = first_class_of(heap, false);
@@ -1984,7 +1984,7 @@ static void delete_first_class_heaps(tes_heap_t *heap) {
  * heaps_reclaimed for good once malloc_trim had taken everything (10 of 54
  * segments after four generations of two threads; lib.api_stats). */
 /* Under tes_abandon_lock (stats.c): tes_stats_get never walks a heap mid-abandon. */
-static void heap_abandon(tes_heap_t *heap, bool count) {
+static TES_COLD void heap_abandon(tes_heap_t *heap, bool count) {
   tes_abandon_lock_take();
   if (heap->is_default) delete_first_class_heaps(heap);
   unsigned parked_segments = 0;
@@ -2063,7 +2063,7 @@ void tes_heap_abandon(tes_heap_t *heap) { heap_abandon(heap, true); }
 /* The heap's oldest retired pages are purged now until those still waiting
  * hold at most TES_PARK_RETAIN_BYTES. Forced (not judged by the adaptive
  * delay, which did not choose it), in runs of neighbours as any purge. */
-static void park_trim(tes_heap_t *heap) {
+static TES_COLD void park_trim(tes_heap_t *heap) {
   tes_lock(&heap->purge_lock);
   size_t waiting = 0;
   for (const tes_page_t *p = heap->purge.first; p != NULL; p = p->next) waiting += retired_bytes(p);
@@ -2075,7 +2075,7 @@ static void park_trim(tes_heap_t *heap) {
   tes_unlock(&heap->purge_lock);
 }
 
-bool tes_heap_park(tes_heap_t *heap) {
+TES_COLD bool tes_heap_park(tes_heap_t *heap) {
   int64_t now = tes_os_clock_ms();
   if (!heap->is_default || !tes_opt(TES_OPTION_HEAP_PARK) || tes_purge_delay(now) <= 0) return false;
   /* First-class heaps to delete into it first (tes_heap_abandon does). */
@@ -2109,7 +2109,7 @@ bool tes_heap_park(tes_heap_t *heap) {
 
 /* The newest parked heap, now the calling thread's (its segments take the
  * new thread id), or NULL. */
-tes_heap_t *tes_heap_unpark(uintptr_t thread_id) {
+TES_COLD tes_heap_t *tes_heap_unpark(uintptr_t thread_id) {
   if (!parked_any()) return NULL;
   tes_heaps_lock();
   tes_heap_t *heap = parked_heaps;
@@ -2129,7 +2129,7 @@ tes_heap_t *tes_heap_unpark(uintptr_t thread_id) {
 
 /* Abandon up to `max` of the heaps parked before `before` (INT64_MAX: all),
  * oldest first. */
-void tes_heap_abandon_parked(int64_t before, unsigned max) {
+TES_COLD void tes_heap_abandon_parked(int64_t before, unsigned max) {
   for (unsigned n = 0; n < max && parked_any(); n++) {
     tes_heaps_lock();
     tes_heap_t **pp = &parked_heaps;
@@ -2147,7 +2147,7 @@ void tes_heap_abandon_parked(int64_t before, unsigned max) {
   }
 }
 
-void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to) {
+TES_COLD void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to) {
   heap_detach(from, true);
   while (from->segments != NULL) {
     tes_segment_t *seg = from->segments;
@@ -2157,7 +2157,7 @@ void tes_heap_move_pages(tes_heap_t *from, tes_heap_t *to) {
   tes_large_reassign(from, to, false);
 }
 
-void tes_heap_free_all(tes_heap_t *heap) {
+TES_COLD void tes_heap_free_all(tes_heap_t *heap) {
   heap_stop_delayed(heap);
 #if !TES_SECURE
   /* The dropped delayed blocks lose their marks too (tes_delayed_mark). */

@@ -53,11 +53,23 @@
 #ifndef TES_SECURE
 #define TES_SECURE 0
 #endif
+/* 1 in the shared drop-in libraries: the standard names are aliases in
+ * alloc.c; 0 in the archives, where override.c defines them. */
+#ifndef TES_STANDARD_ALIASES
+#define TES_STANDARD_ALIASES 0
+#endif
 
 #define tes_likely(x) __builtin_expect(!!(x), 1)
 #define tes_unlikely(x) __builtin_expect(!!(x), 0)
 #define TES_NOINLINE __attribute__((noinline))
 #define TES_INLINE static inline __attribute__((always_inline))
+/* Code that runs once per thread (a heap's set-up, park, unpark, abandon),
+ * at fork or to report an error: compiled for size and placed apart from
+ * the hot code. The whole executable segment is resident in every process
+ * (lib.fixed_cost_sizes), and these took 2.4 KiB more of it at -O2 (PERFORMANCE.md,
+ * twenty-seventh session, txt27). Not for anything a malloc or free reaches
+ * in a steady state: GCC then treats the paths that call it as unlikely. */
+#define TES_COLD __attribute__((cold))
 /* A zero array that a process touches a page or two of, if any, or a
  * kilobyte or more that a small program never touches (statistics, rings):
  * linked after every other zero variable (the x86-64 linker scripts put

@@ -159,7 +159,7 @@ void tes_large_lock(void) { tes_lock(&large_lock); }
 #ifdef TES_FAULT_INJECTION
 bool tes_large_lock_mine(void) { return tes_lock_mine(&large_lock); }
 #endif
-void tes_large_unlock(bool child) {
+TES_COLD void tes_large_unlock(bool child) {
   if (child) {
     large_moving = 0; /* the threads that were moving blocks do not exist in the child */
     /* Nor does one purging a tail with the lock let go: its block's free
@@ -1335,7 +1335,7 @@ void *tes_large_realloc(tes_segment_t *seg, void *p, size_t size) {
 #endif
 }
 
-void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
+TES_COLD void tes_large_reassign(tes_heap_t *from, tes_heap_t *to, bool release) {
   tes_segment_t *drop = NULL;
   tes_lock(&large_lock);
   while (large_moving > 0) { /* a block of `from` may be off the list: let it come back */

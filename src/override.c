@@ -1,11 +1,23 @@
-/* override.c — the standard C allocation names (drop-in builds only).
+/* override.c — the standard C allocation names in the static drop-in
+ * archives (libtessera.a and the fault-injection ones).
  *
- * malloc and free inline the fast paths themselves (no extra call or PLT hop
- * between the program and the allocator); the other names forward to the
- * tes_* functions of alloc.c, and glibc's __libc_* entry points (used by
- * some programs and by glibc's own internals) are aliases. Compiled into
- * tessera_shared/static/secure/fault, left out of tessera_nooverride. */
+ * The shared libraries give these names to alloc.c's tes_* functions as
+ * aliases (TES_STANDARD_ALIASES; one copy of each fast path in the text
+ * every process maps: PERFORMANCE.md, txt27), and this file is empty there.
+ * In an archive they must stay an object of their own, pulled only by a
+ * program that calls one of them: as aliases they would come with
+ * tes_malloc, and a program that calls only tes_* would have its C
+ * library's internal mallocs (which go through the executable's malloc)
+ * served by the allocator too (lib.unit_page_exit counts every block).
+ *
+ * malloc and free inline the fast paths themselves (no extra call between
+ * the program and the allocator); the other names forward to the tes_*
+ * functions of alloc.c, and glibc's __libc_* entry points (used by some
+ * programs and by glibc's own internals) are aliases. Left out of
+ * tessera_nooverride. */
 #include "alloc_inline.h"
+
+#if !TES_STANDARD_ALIASES
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -51,3 +63,5 @@ EXPORT void *__libc_memalign(size_t alignment, size_t size) __attribute__((alias
 EXPORT void *__libc_valloc(size_t size) __attribute__((alias("valloc")));
 EXPORT void *__libc_pvalloc(size_t size) __attribute__((alias("pvalloc")));
 EXPORT void *__libc_reallocarray(void *p, size_t count, size_t size) __attribute__((alias("reallocarray")));
+
+#endif /* !TES_STANDARD_ALIASES */

@@ -23,10 +23,11 @@
 #include <new>
 
 extern "C" {
-// override.c's, hidden: the fast paths inlined, no PLT hop.
+// alloc.c's tes_malloc, tes_free and tes_aligned_alloc under hidden names:
+// the fast paths inlined, no PLT hop.
 void *tes_cxx_malloc(std::size_t size) noexcept;
 void tes_cxx_free(void *p) noexcept;
-void *tes_aligned_alloc(std::size_t alignment, std::size_t size) noexcept;
+void *tes_cxx_aligned_alloc(std::size_t alignment, std::size_t size) noexcept;
 }
 
 // libstdc++'s std::get_new_handler() and std::__throw_bad_alloc(), weakly.
@@ -50,7 +51,7 @@ __asm__(".weak __gxx_personality_v0\n.weak __cxa_begin_catch\n.weak __cxa_end_ca
 namespace {
 
 void *allocate(std::size_t size, std::size_t alignment) {
-  return alignment <= 16 ? tes_cxx_malloc(size) : tes_aligned_alloc(alignment, size);
+  return alignment <= 16 ? tes_cxx_malloc(size) : tes_cxx_aligned_alloc(alignment, size);
 }
 
 // The weak references above are bound once, when libtessera is loaded. A C

@@ -801,11 +801,11 @@ bool tes_segment_locks_mine(void) {
 #endif
 
 /* ---- fork ------------------------------------------------------------------------ */
-void tes_segment_locks_acquire(void) {
+TES_COLD void tes_segment_locks_acquire(void) {
   cache_lock_take();
   tes_lock(&abandoned_lock_);
 }
-void tes_segment_locks_release(bool child) {
+TES_COLD void tes_segment_locks_release(bool child) {
   if (child) {
     /* Segments another thread had out for its purge stay mapped, and out
      * of the cache: a forced purge must not wait for a thread not here. */
