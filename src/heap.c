@@ -693,7 +693,7 @@ static size_t retired_bytes(const tes_page_t *page) {
  * retake is not judged), or the clock negated (the growth purge: purge.c,
  * tes_purge_note_retake). The purge_lock is held. */
 static size_t purge_run_locked(tes_heap_t *heap, tes_page_t *first, int64_t now, bool force, size_t *excess,
-                               int64_t stamp, bool carved_only) {
+                               int64_t stamp, bool carved_only, bool spare_trimmed) {
   /* The next pages of the list that are due and follow this one in its
    * segment go in the same call (purge_expire now dates the purge, for
    * tes_purge_note_retake; a forced one, tes_collect, is the program's
@@ -703,6 +703,7 @@ static size_t purge_run_locked(tes_heap_t *heap, tes_page_t *first, int64_t now,
   tes_page_t *page = first;
   while (page != NULL && first->index + count < seg->page_count && page == &seg->pages[first->index + count] &&
          (force || page->purge_expire <= now) && (!carved_only || retired_carved(page) != 0) &&
+         (!spare_trimmed || !page->trim_retired) &&
          (excess == NULL || count == 0 || *excess > 0)) {
     tes_page_t *next = page->next;
     if (excess != NULL) {
@@ -719,7 +720,7 @@ static size_t purge_run_locked(tes_heap_t *heap, tes_page_t *first, int64_t now,
 }
 
 static size_t purge_first_run_locked(tes_heap_t *heap, int64_t now, bool force, size_t *excess, int64_t stamp) {
-  return purge_run_locked(heap, heap->purge.first, now, force, excess, stamp, false);
+  return purge_run_locked(heap, heap->purge.first, now, force, excess, stamp, false, false);
 }
 
 /* Purge the pages due at `now` (all of them when force); purge_lock held. */
@@ -748,19 +749,27 @@ static void purge_expired_locked(tes_heap_t *heap, int64_t now, bool force) {
  * fresh memory calls it too (large.c, purge_for_large_growth), with
  * carved_only: pages of any size may serve the program's next requests
  * there, so only those it carved and emptied go, not the dirty pages of a
- * segment it took from the cache a moment ago. purge_lock held. */
+ * segment it took from the cache a moment ago. The segment's purge spares
+ * the pages growth_trim retired (page->trim_retired): in use a moment
+ * before, held only by binned blocks or an empty head, they are the ones a
+ * program whose phases alternate takes back first, each 4 KiB through a
+ * fault, before any retake could hold this purge off (traces-cmu-classic:
+ * 570 of its 7,700 faults; PERFORMANCE.md, twenty-seventh session, gp27;
+ * lib.api_growth_trim_spare). They wait for their timed purge. The large
+ * block's purge does not spare them (footprint's large phase, above).
+ * purge_lock held. */
 void tes_heap_purge_for_growth(tes_heap_t *heap, size_t bytes, bool carved_only) {
   if (heap->purge.first == NULL) return;
   int64_t now = tes_os_clock_ms();
   if (tes_purge_growth_held(now)) return; /* retaken soon: no purge ahead of time */
   size_t done = 0;
   for (tes_page_t *page = heap->purge.first; page != NULL && done < bytes;) {
-    if (carved_only && retired_carved(page) == 0) {
+    if ((carved_only && retired_carved(page) == 0) || (!carved_only && page->trim_retired)) {
       page = page->next;
       continue;
     }
     tes_page_t *before = page->prev; /* the run leaves the list after it */
-    done += purge_run_locked(heap, page, 0, true, NULL, -now, carved_only);
+    done += purge_run_locked(heap, page, 0, true, NULL, -now, carved_only, !carved_only);
     page = before != NULL ? before->next : heap->purge.first;
   }
   if (done != 0) tes_purge_note_growth(now, done);
@@ -799,6 +808,7 @@ void tes_heap_purge_schedule_pages(tes_heap_t *heap, tes_segment_t *seg, uint64_
     }
     page->purge_expire = now + delay;
     page->purge_pending = 1;
+    page->trim_retired = heap->growth_trimming;
     queue_push_back(&heap->purge, page);
   }
   if (delay <= 0) return;
@@ -1183,12 +1193,14 @@ static void queues_sweep(tes_heap_t *heap) {
  * were carved again elsewhere, touching more of the pages (bench_realloc
  * 2.76 -> 3.33 MB, bench_aligned 11.0 -> 12.4 MB). Once a segment. */
 static void growth_trim(tes_heap_t *heap, unsigned c) {
+  heap->growth_trimming = true; /* the pages retired here: the growth purge spares them */
   for (unsigned k = 0; k < TES_CLASS_COUNT; k++) {
     if (k == c) continue;
     class_bin_flush(heap, k);
     tes_page_t *head = heap->queues[k].first;
     if (head != NULL && tes_page_live(head) == 0 && head_retire_if_empty(heap, head)) heap->idle_head[k] = NULL;
   }
+  heap->growth_trimming = false;
 }
 
 /* Parked heaps (below, tes_heap_park): newest first, under heaps_lock. */

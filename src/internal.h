@@ -191,6 +191,7 @@ typedef struct tes_segment_s tes_segment_t;
   uint8_t purge_pending : 1;   /* retired and waiting in heap's purge list */                       \
   uint8_t purged : 1;          /* physical memory given back */                                     \
   uint8_t kept_empty : 1;      /* secure: emptied, on its heap's kept list (heap.c), counted in heap->kept_bytes */ \
+  uint8_t trim_retired : 1;    /* retired by growth_trim (heap.c): a segment's growth purge spares it */ \
   uint8_t index;               /* position in the segment */                                        \
   uint32_t reserved;           /* blocks that fit in the page */
 
@@ -649,6 +650,7 @@ struct tes_heap_s {
   _Atomic bool destroy_requested;       /* first-class heap: that request is a destroy (its blocks are freed) */
   bool is_default;
   bool is_static;
+  bool growth_trimming;                 /* owner only: in growth_trim (heap.c), its retired pages are marked */
   uint8_t room_outs;                    /* default build: tes_bin_room_out's calls, modulo 256 (heap.c) */
   uintptr_t keys[2];                    /* secure: delayed-list link keys (random, set once in tes_heap_setup) */
   uint64_t random;                      /* secure: xorshift state */
