@@ -20,6 +20,11 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#ifdef TES_FAULT_INJECTION
+#include "fault.h"
+void (*volatile tes_fault_remote_gap)(void);
+void (*volatile tes_fault_delayed_gap)(void);
+#endif
 
 TES_BIG_BSS tes_counters_t tes_orphan_counters;
 
@@ -75,6 +80,9 @@ static inline void delayed_push(tes_page_t *page, tes_block_t *block) {
     block->next = tes_delayed_encode(heap, head);
   } while (!atomic_compare_exchange_weak_explicit(&heap->delayed_free, &head, block, memory_order_release,
                                                   memory_order_relaxed));
+#ifdef TES_FAULT_INJECTION
+  if (tes_fault_delayed_gap != NULL) tes_fault_delayed_gap();
+#endif
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
   while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, (tf & ~TES_TF_MASK) | TES_TF_NORMAL,
                                                 memory_order_release, memory_order_relaxed)) {
@@ -82,10 +90,6 @@ static inline void delayed_push(tes_page_t *page, tes_block_t *block) {
 }
 
 #if TES_SECURE
-#ifdef TES_FAULT_INJECTION
-#include "fault.h"
-void (*volatile tes_fault_remote_gap)(void);
-#endif
 /* The hardened remote free (RELIABILITY.md, twenty-fifth session, hrem25):
  * the block's link becomes an encoded NULL (the collect's check of a write
  * after free), the word's summary bit for its bitmap words is set (a CAS,

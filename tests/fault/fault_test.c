@@ -23,6 +23,8 @@
 #include "tessera.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -825,6 +827,84 @@ static void check_pack_purge_failed(void) {
   tes_collect(true);
 }
 
+/* ---- A remote free's last store after its page retired (free.c, race27) -- */
+/* A remote free into a page tagged USE_DELAYED (it was full once) sets the
+ * page's word to FREEING, pushes its block onto the owner heap's delayed
+ * list, then sets the word back to NORMAL. Between the push and that last
+ * store, the owner may take the block, empty the page, retire it and
+ * release its segment: the store then went into a released segment's
+ * header (unmapped: SIGSEGV; or set up again for another page: a wrong
+ * state there, TSan's report in sanitize.lib_fc_sweep_stress, tcm27). The
+ * hook (tes_fault_delayed_gap) holds the freer in that window until the
+ * owner's forced collect has returned, or until the owner waits for the
+ * store (tes_fault_freeing_waits), as it must. A medium class: nothing of
+ * stdio's or the thread library's shares its segment, so the collect
+ * releases and unmaps it. */
+#define DELAYED_SIZE (12 * KiB)
+#define DELAYED_BLOCKS 130 /* three medium pages' worth: the first one fills and goes to the full queue */
+static void *delayed_blocks[DELAYED_BLOCKS];
+static atomic_int delayed_phase; /* 1: the freer is in the window; 2: the owner's collect returned */
+static atomic_int delayed_gap_calls;
+static uint64_t delayed_waits_before;
+
+static void delayed_gap(void) {
+  tes_fault_delayed_gap = NULL; /* once */
+  atomic_fetch_add(&delayed_gap_calls, 1);
+  atomic_store(&delayed_phase, 1);
+  while (atomic_load(&delayed_phase) != 2 && tes_fault_freeing_waits() == delayed_waits_before) sched_yield();
+}
+
+static void delayed_store_crashed(int sig) {
+  (void)sig;
+  static const char msg[] = "fault.delayed_retire: the remote free's last store hit its page's released segment "
+                            "(SIGSEGV)\n";
+  ssize_t n = write(2, msg, sizeof msg - 1);
+  (void)n;
+  _exit(1);
+}
+
+static void *delayed_freer(void *block) {
+  tes_free(block);
+  return NULL;
+}
+
+static void check_delayed_retire(void) {
+  for (int i = 0; i < DELAYED_BLOCKS; i++) {
+    delayed_blocks[i] = tes_malloc(DELAYED_SIZE);
+    CHECK(delayed_blocks[i] != NULL);
+    memset(delayed_blocks[i], 0x33, DELAYED_SIZE);
+  }
+  /* The first page keeps its first block only (and its USE_DELAYED tag,
+   * which stays when a page leaves the full queue); the others retire. */
+  for (int i = 1; i < DELAYED_BLOCKS; i++) tes_free(delayed_blocks[i]);
+  tes_collect(false);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = delayed_store_crashed;
+  CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
+  delayed_waits_before = tes_fault_freeing_waits();
+  tes_fault_delayed_gap = delayed_gap;
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, delayed_freer, delayed_blocks[0]) == 0);
+  while (atomic_load(&delayed_phase) != 1) sched_yield();
+  /* The block is on this heap's delayed list: the collect takes it, the
+   * page empties and retires, the segment is released and unmapped. */
+  tes_collect(true);
+  atomic_store(&delayed_phase, 2);
+  CHECK(pthread_join(t, NULL) == 0);
+  signal(SIGSEGV, SIG_DFL);
+  CHECK(atomic_load(&delayed_gap_calls) == 1); /* the free went through the delayed list */
+  if (tes_fault_freeing_waits() == delayed_waits_before)
+    fprintf(stderr, "the owner retired the page without waiting for the remote free's last store\n");
+  CHECK(tes_fault_freeing_waits() > delayed_waits_before);
+  /* The allocator goes on. */
+  void *p = tes_malloc(DELAYED_SIZE);
+  CHECK(p != NULL);
+  memset(p, 0x44, DELAYED_SIZE);
+  tes_free(p);
+  tes_collect(true);
+}
+
 typedef struct fault_check_s {
   const char *name;
   void (*run)(void);
@@ -846,6 +926,7 @@ static const fault_check_t checks[] = {
   {"purge_unlocked", check_purge_unlocked},
   {"pack_release_purge", check_pack_release_purge},
   {"pack_purge_failed", check_pack_purge_failed},
+  {"delayed_retire", check_delayed_retire},
 };
 
 int main(int argc, char **argv) {
