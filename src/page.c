@@ -495,6 +495,14 @@ uint64_t tes_fault_freeing_waits(void) { return atomic_load_explicit(&freeing_wa
 #define FREEING_WAIT_COUNT() ((void)0)
 #endif
 
+/* Out of line: a remote freer preempted in its window is rare. */
+void tes_page_wait_unfreeing(const tes_page_t *page) {
+  while ((atomic_load_explicit(&page->xthread_free, memory_order_acquire) & TES_TF_MASK) == TES_TF_FREEING) {
+    FREEING_WAIT_COUNT();
+    tes_os_yield();
+  }
+}
+
 void tes_page_set_delayed(tes_page_t *page, uintptr_t state) {
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
   for (;;) {
