@@ -40,6 +40,15 @@ extern void (*volatile tes_fault_remote_gap)(void);
  * its host's due, unlocked, until the twenty-sixth session): a test runs
  * the timed purge there (fault.pack_release_purge). */
 extern void (*volatile tes_fault_pack_gap)(void);
+/* A remote free into a full page (free.c, delayed_push, both builds) calls
+ * this, when set, between its block's push onto the owner heap's delayed
+ * list and its last store, the page's word from FREEING back to NORMAL: a
+ * test has the owner take the block and retire the page there
+ * (fault.delayed_retire, race27). */
+extern void (*volatile tes_fault_delayed_gap)(void);
+/* How many times an owner found a page's word FREEING and yielded to the
+ * remote freer (page.c): the test's sign that the owner is waiting. */
+uint64_t tes_fault_freeing_waits(void);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,10 @@
  *                moves the page back to its class queue.
  *   FREEING      transient; the owner waits for it to clear before it changes
  *                the page's heap (abandon/delete), so page->heap stays valid
- *                while a remote thread uses it.
+ *                while a remote thread uses it, and before it gives the
+ *                page back (tes_segment_page_free): the block pushed may be
+ *                the page's last, and the freer's last store goes into the
+ *                page's descriptor (race27).
  * The hardened build sets a bit a block instead of pushing (NORMAL; its
  * tes_free_remote below). No locks; the only atomics are the CASes (and,
  * hardened, the bit) on remote frees. */
@@ -20,6 +23,11 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#ifdef TES_FAULT_INJECTION
+#include "fault.h"
+void (*volatile tes_fault_remote_gap)(void);
+void (*volatile tes_fault_delayed_gap)(void);
+#endif
 
 TES_BIG_BSS tes_counters_t tes_orphan_counters;
 
@@ -67,7 +75,10 @@ void tes_page_free_event(tes_page_t *page) {
 /* A remote free into a full page (its word USE_DELAYED, set to FREEING by
  * the caller): the block goes onto the owner heap's delayed list, then the
  * word to NORMAL, which ends the wait of an owner changing the page's state
- * (tes_page_set_delayed yields while it reads FREEING). */
+ * (tes_page_set_delayed yields while it reads FREEING) or giving the page
+ * back (tes_page_settle_freeing): once the push is visible the owner may
+ * free the block and empty the page, so the page's descriptor stays valid
+ * for the last store only through that wait. */
 static inline void delayed_push(tes_page_t *page, tes_block_t *block) {
   tes_heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
   tes_block_t *head = atomic_load_explicit(&heap->delayed_free, memory_order_relaxed);
@@ -75,6 +86,9 @@ static inline void delayed_push(tes_page_t *page, tes_block_t *block) {
     block->next = tes_delayed_encode(heap, head);
   } while (!atomic_compare_exchange_weak_explicit(&heap->delayed_free, &head, block, memory_order_release,
                                                   memory_order_relaxed));
+#ifdef TES_FAULT_INJECTION
+  if (tes_fault_delayed_gap != NULL) tes_fault_delayed_gap();
+#endif
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
   while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, (tf & ~TES_TF_MASK) | TES_TF_NORMAL,
                                                 memory_order_release, memory_order_relaxed)) {
@@ -82,10 +96,6 @@ static inline void delayed_push(tes_page_t *page, tes_block_t *block) {
 }
 
 #if TES_SECURE
-#ifdef TES_FAULT_INJECTION
-#include "fault.h"
-void (*volatile tes_fault_remote_gap)(void);
-#endif
 /* The hardened remote free (RELIABILITY.md, twenty-fifth session, hrem25):
  * the block's link becomes an encoded NULL (the collect's check of a write
  * after free), the word's summary bit for its bitmap words is set (a CAS,

@@ -1003,6 +1003,7 @@ static tes_page_t *kept_take(tes_heap_t *heap, unsigned c) {
     /* Given back by another thread: its lists were emptied, its blocks
      * are gone. Carved afresh, as a new page (segment state: the lock). */
     tes_heap_fold_page(heap, page, false);
+    tes_page_settle_freeing(page); /* kept at the free of a delayed block: its freer's last store first */
     tes_page_init(page, tes_segment_of(page), c, page->block_size);
     carve = true;
   }

@@ -1167,6 +1167,18 @@ size_t tes_page_free_count(const tes_page_t *page); /* length of `free` (owner o
 bool tes_page_take_if_empty(tes_page_t *page);
 bool tes_page_contains_free(const tes_page_t *page, const tes_block_t *b);
 void tes_page_set_delayed(tes_page_t *page, uintptr_t state);
+void tes_page_wait_unfreeing(const tes_page_t *page);
+/* The owner, before a page's descriptor is given back (retired to its
+ * segment, which may be released with it; or set up afresh): a remote
+ * freer whose block brought the page's last free back through the delayed
+ * list may not have made its last store yet, the page's word from FREEING
+ * to NORMAL (free.c, delayed_push). Waits for it (ARCHITECTURE.md, "Frees
+ * from other threads"). One load of the word, acquire (a plain load on
+ * x86), at each retire. */
+static inline void tes_page_settle_freeing(const tes_page_t *page) {
+  if (tes_unlikely((atomic_load_explicit(&page->xthread_free, memory_order_acquire) & TES_TF_MASK) == TES_TF_FREEING))
+    tes_page_wait_unfreeing(page);
+}
 
 /* ---- segment.c ------------------------------------------------------------- */
 tes_segment_t *tes_segment_alloc(tes_heap_t *heap, tes_segment_kind_t kind);

@@ -486,11 +486,29 @@ bool tes_page_contains_free(const tes_page_t *page, const tes_block_t *b) {
 #endif
 }
 
+#ifdef TES_FAULT_INJECTION
+#include "fault.h"
+static _Atomic uint64_t freeing_waits;
+uint64_t tes_fault_freeing_waits(void) { return atomic_load_explicit(&freeing_waits, memory_order_relaxed); }
+#define FREEING_WAIT_COUNT() atomic_fetch_add_explicit(&freeing_waits, 1, memory_order_relaxed)
+#else
+#define FREEING_WAIT_COUNT() ((void)0)
+#endif
+
+/* Out of line: a remote freer preempted in its window is rare. */
+void tes_page_wait_unfreeing(const tes_page_t *page) {
+  while ((atomic_load_explicit(&page->xthread_free, memory_order_acquire) & TES_TF_MASK) == TES_TF_FREEING) {
+    FREEING_WAIT_COUNT();
+    tes_os_yield();
+  }
+}
+
 void tes_page_set_delayed(tes_page_t *page, uintptr_t state) {
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
   for (;;) {
     if ((tf & TES_TF_MASK) == TES_TF_FREEING) {
       /* A remote thread is handing a block to page->heap; let it finish. */
+      FREEING_WAIT_COUNT();
       tes_os_yield();
       tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
       continue;

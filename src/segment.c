@@ -684,6 +684,10 @@ void tes_segment_page_bin(tes_heap_t *heap, tes_page_t *page, tes_bin_t *bin) {
 
 void tes_segment_page_free(tes_heap_t *heap, tes_page_t *page) {
   tes_segment_t *seg = tes_segment_of(page);
+  /* Its last block may have come back through the delayed list from a
+   * remote freer still about to store to the page's word: the page, and the
+   * segment it may release, wait for that store (every retire comes here). */
+  tes_page_settle_freeing(page);
   /* A kept page purged in place (tes_segment_purge_kept) retires clean:
    * not dirty, no purge to schedule. */
   bool purged = page->purged;

@@ -23,6 +23,8 @@
 #include "tessera.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -825,6 +827,143 @@ static void check_pack_purge_failed(void) {
   tes_collect(true);
 }
 
+/* ---- A remote free's last store after its page retired (free.c, race27) -- */
+/* A remote free into a page tagged USE_DELAYED (it was full once) sets the
+ * page's word to FREEING, pushes its block onto the owner heap's delayed
+ * list, then sets the word back to NORMAL. Between the push and that last
+ * store, the owner may take the block, empty the page, retire it and
+ * release its segment: the store then went into a released segment's
+ * header (unmapped: SIGSEGV; or set up again for another page: a wrong
+ * state there, TSan's report in sanitize.lib_fc_sweep_stress, tcm27). The
+ * hook (tes_fault_delayed_gap) holds the freer in that window until the
+ * owner's forced collect has returned, or until the owner waits for the
+ * store (tes_fault_freeing_waits), as it must. A medium class: nothing of
+ * stdio's or the thread library's shares its segment, so the collect
+ * releases and unmaps it. */
+#define DELAYED_SIZE (12 * KiB)
+#define DELAYED_BLOCKS 130 /* three medium pages' worth: the first one fills and goes to the full queue */
+static void *delayed_blocks[DELAYED_BLOCKS];
+static atomic_int delayed_phase; /* 1: the freer is in the window; 2: the owner's collect returned */
+static atomic_int delayed_gap_calls;
+static uint64_t delayed_waits_before;
+
+static void delayed_gap(void) {
+  tes_fault_delayed_gap = NULL; /* once */
+  atomic_fetch_add(&delayed_gap_calls, 1);
+  atomic_store(&delayed_phase, 1);
+  while (atomic_load(&delayed_phase) != 2 && tes_fault_freeing_waits() == delayed_waits_before) sched_yield();
+}
+
+static void delayed_store_crashed(int sig) {
+  (void)sig;
+  static const char msg[] = "fault.delayed_retire: the remote free's last store hit its page's released segment "
+                            "(SIGSEGV)\n";
+  ssize_t n = write(2, msg, sizeof msg - 1);
+  (void)n;
+  _exit(1);
+}
+
+static void *delayed_freer(void *block) {
+  tes_free(block);
+  return NULL;
+}
+
+static void check_delayed_retire(void) {
+  for (int i = 0; i < DELAYED_BLOCKS; i++) {
+    delayed_blocks[i] = tes_malloc(DELAYED_SIZE);
+    CHECK(delayed_blocks[i] != NULL);
+    memset(delayed_blocks[i], 0x33, DELAYED_SIZE);
+  }
+  /* The first page keeps its first block only (and its USE_DELAYED tag,
+   * which stays when a page leaves the full queue); the others retire. */
+  for (int i = 1; i < DELAYED_BLOCKS; i++) tes_free(delayed_blocks[i]);
+  tes_collect(false);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = delayed_store_crashed;
+  CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
+  delayed_waits_before = tes_fault_freeing_waits();
+  tes_fault_delayed_gap = delayed_gap;
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, delayed_freer, delayed_blocks[0]) == 0);
+  while (atomic_load(&delayed_phase) != 1) sched_yield();
+  /* The block is on this heap's delayed list: the collect takes it, the
+   * page empties and retires, the segment is released and unmapped. */
+  tes_collect(true);
+  atomic_store(&delayed_phase, 2);
+  CHECK(pthread_join(t, NULL) == 0);
+  signal(SIGSEGV, SIG_DFL);
+  CHECK(atomic_load(&delayed_gap_calls) == 1); /* the free went through the delayed list */
+  if (tes_fault_freeing_waits() == delayed_waits_before)
+    fprintf(stderr, "the owner retired the page without waiting for the remote free's last store\n");
+  CHECK(tes_fault_freeing_waits() > delayed_waits_before);
+  /* The allocator goes on. */
+  void *p = tes_malloc(DELAYED_SIZE);
+  CHECK(p != NULL);
+  memset(p, 0x44, DELAYED_SIZE);
+  tes_free(p);
+  tes_collect(true);
+}
+
+/* The hardened build keeps an emptied page a purge delay (heap.c,
+ * page_keep_empty) instead of retiring it: the block that empties it may
+ * come through the delayed list on a malloc slow path, the kept page may be
+ * purged in place by any thread's forced purge (kept_purge_locked), and its
+ * owner then carves it afresh (kept_take: tes_page_init stores the page's
+ * word), all inside the freer's window. Its last store then cleared the new
+ * page's tag: a USE_DELAYED set when the page next filled became NORMAL
+ * while the page sat in the full queue, and its remote frees waited on its
+ * stack, unseen. The owner must wait there too. In the default build the
+ * same slow path retires the page (no kept pages): the retire's wait. */
+int64_t tes_heaps_purge(int64_t now, bool force); /* internal (heap.c): every heap's due purges; forced: kept pages too */
+
+static void check_delayed_kept_purged(void) {
+  CHECK(tes_option_set(TES_OPTION_PURGE_DELAY_MS, 100000) == 0); /* kept pages stay kept until purged by force */
+  /* Two pages' worth exactly: the second page, the class's head, dry. */
+  uintptr_t page_mask = ~(uintptr_t)(512 * KiB - 1);
+  size_t per_page = 0;
+  for (;;) {
+    void *p = tes_malloc(DELAYED_SIZE);
+    CHECK(p != NULL && per_page < DELAYED_BLOCKS);
+    delayed_blocks[per_page++] = p;
+    if (((uintptr_t)p & page_mask) != ((uintptr_t)delayed_blocks[0] & page_mask)) break;
+  }
+  per_page--; /* the last one is the second page's first */
+  CHECK(2 * per_page <= DELAYED_BLOCKS);
+  for (size_t i = per_page + 1; i < 2 * per_page; i++) {
+    delayed_blocks[i] = tes_malloc(DELAYED_SIZE);
+    CHECK(delayed_blocks[i] != NULL);
+    CHECK(((uintptr_t)delayed_blocks[i] & page_mask) == ((uintptr_t)delayed_blocks[per_page] & page_mask));
+  }
+  /* The first page keeps its first block only, back in its class queue
+   * with its USE_DELAYED tag, behind the dry head. */
+  for (size_t i = 1; i < per_page; i++) tes_free(delayed_blocks[i]);
+  tes_collect(false);
+  delayed_waits_before = tes_fault_freeing_waits();
+  tes_fault_delayed_gap = delayed_gap;
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, delayed_freer, delayed_blocks[0]) == 0);
+  while (atomic_load(&delayed_phase) != 1) sched_yield();
+  /* A class never used: the slow path takes the delayed block, the first
+   * page empties (kept, hardened). */
+  void *other = tes_malloc(20000);
+  CHECK(other != NULL);
+  tes_heaps_purge(0, true); /* the kept page purged in place */
+  /* The head is dry: the kept page is taken back and carved afresh. */
+  void *again = tes_malloc(DELAYED_SIZE);
+  CHECK(again != NULL);
+  atomic_store(&delayed_phase, 2);
+  CHECK(pthread_join(t, NULL) == 0);
+  CHECK(atomic_load(&delayed_gap_calls) == 1);
+  if (tes_fault_freeing_waits() == delayed_waits_before)
+    fprintf(stderr, "the owner gave the page back without waiting for the remote free's last store\n");
+  CHECK(tes_fault_freeing_waits() > delayed_waits_before);
+  tes_free(again);
+  tes_free(other);
+  for (size_t i = per_page; i < 2 * per_page; i++) tes_free(delayed_blocks[i]);
+  tes_collect(true);
+}
+
 typedef struct fault_check_s {
   const char *name;
   void (*run)(void);
@@ -846,6 +985,8 @@ static const fault_check_t checks[] = {
   {"purge_unlocked", check_purge_unlocked},
   {"pack_release_purge", check_pack_release_purge},
   {"pack_purge_failed", check_pack_purge_failed},
+  {"delayed_retire", check_delayed_retire},
+  {"delayed_kept_purged", check_delayed_kept_purged},
 };
 
 int main(int argc, char **argv) {
