@@ -1475,6 +1475,15 @@ void tes_heap_process_delayed(tes_heap_t *heap) {
     *tes_bin_mark(block) = 0; /* off the delayed list (tes_delayed_mark) */
 #endif
     heap->counters.delayed_processed++;
+    /* The freer's push made the block visible here before its last touch
+     * of the page, the CAS back from FREEING (delayed_push). Freed now, the
+     * block may empty the page, which retires, and its segment may be set
+     * up again or unmapped under that late CAS (TSan saw it:
+     * PERFORMANCE.md, tcm27): wait for it, as tes_page_set_delayed does
+     * (RELIABILITY.md, rev27; lib.unit_delayed_last_touch). */
+    while (tes_unlikely((atomic_load_explicit(&page->xthread_free, memory_order_acquire) & TES_TF_MASK) ==
+                        TES_TF_FREEING))
+      tes_os_yield();
     tes_free_local_block(page, block);
     block = next;
   }
