@@ -508,8 +508,7 @@ void tes_page_set_delayed(tes_page_t *page, uintptr_t state) {
   for (;;) {
     if ((tf & TES_TF_MASK) == TES_TF_FREEING) {
       /* A remote thread is handing a block to page->heap; let it finish. */
-      FREEING_WAIT_COUNT();
-      tes_os_yield();
+      tes_page_wait_unfreeing(page);
       tf = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
       continue;
     }
