@@ -19,10 +19,17 @@ typedef struct header_s {
 
 static _Atomic(header_t *) table[TABLE];
 
+/* A line of its own per thread: the loop writes `rng` at every step (the
+ * calls to malloc and free keep it in memory), and 16-byte entries put two
+ * or more threads' words on one line of main's stack array: false sharing
+ * that cost every allocator 35-45% of the 4- and 8-thread rows' time and
+ * made the 2-thread row bimodal by the stack's random alignment (mst28,
+ * docs/PERFORMANCE.md). */
 typedef struct stresser_s {
-  long steps;
+  _Alignas(64) long steps;
   uint64_t rng;
 } stresser_t;
+_Static_assert(sizeof(stresser_t) % 64 == 0 && _Alignof(stresser_t) == 64, "each thread's state on its own line");
 
 static uint64_t check_word(const header_t *h) {
   return ((uint64_t)(uintptr_t)h * 0x9E3779B97F4A7C15ULL) ^ h->size;
