@@ -414,6 +414,22 @@ TES_COLD void tes_report_error(tes_error_kind_t kind, const void *p, const tes_p
   if (tes_opt(TES_OPTION_ABORT_ON_ERROR)) tes_os_abort();
 }
 
+void tes_lock_contended(tes_lock_t *lock) {
+  const void *self = &tes_tls_heap;
+  for (unsigned spins = 0;; spins++) {
+    const void *holder = atomic_load_explicit(&lock->holder, memory_order_relaxed);
+    if (holder == NULL && atomic_compare_exchange_weak_explicit(&lock->holder, &holder, self, memory_order_acquire,
+                                                                memory_order_relaxed))
+      return;
+    /* Only this thread writes its own name there, and clears it before it
+     * lets go: seeing it means this thread holds the lock (it was
+     * interrupted while holding it, and re-entered). */
+    if (tes_unlikely(holder == self)) tes_lock_reentered(lock);
+    if (spins > 32) tes_os_yield();
+    else __builtin_ia32_pause();
+  }
+}
+
 _Noreturn void tes_lock_reentered(const tes_lock_t *lock) {
   if (tes_tls_heap->visit_depth > 0) /* the walk of every heap, or another thread's, holds the segments lock */
     tes_message("error: allocator re-entered in thread %ld from a tes_heap_visit visitor while the walk holds its "

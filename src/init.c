@@ -54,7 +54,7 @@ bool tes_process_ready(void) { return atomic_load_explicit(&process_state, memor
 
 uint64_t tes_random_next(void) {
   /* splitmix64 over a shared Weyl sequence: cheap, thread-safe, good enough for keys. */
-  uint64_t z = atomic_fetch_add_explicit(&random_counter, 0x9e3779b97f4a7c15ull, memory_order_relaxed);
+  uint64_t z = tes_rmw_fetch_add64(&random_counter, 0x9e3779b97f4a7c15ull);
   z += 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;

@@ -777,26 +777,95 @@ static inline bool tes_holds_fork_locks(void) {
  * stderr, then abort, whatever TESSERA_ABORT_ON_ERROR says (going on would
  * wait for ever). free.c. */
 _Noreturn void tes_lock_reentered(const tes_lock_t *lock);
+/* Read-modify-writes other threads may race with (not the hot paths'):
+ * atomic, a locked instruction, once the process has a second thread;
+ * before that the same instruction without the lock prefix (x86-64),
+ * still one instruction, so a signal handler on this thread finds it done
+ * or not begun, and without the locked one's wait for every store before
+ * it (with the locks, 18 a 200 KiB + 2 MiB malloc/free cycle: locked_ops.c).
+ * The asm's memory clobber
+ * orders it as the release the atomic one is. */
+#if defined(__x86_64__)
+#define TES_RMW_SINGLE(insn, p, v, type, constraint)                                              \
+  do {                                                                                           \
+    if (tes_single_threaded()) {                                                                 \
+      __asm__ volatile(insn " %1, %0" : "+m"(*(type *)(p)) : constraint((type)(v)) : "memory"); \
+      return;                                                                                    \
+    }                                                                                            \
+  } while (0)
+#else
+#define TES_RMW_SINGLE(insn, p, v, type, constraint) ((void)0)
+#endif
+TES_INLINE void tes_rmw_or64(_Atomic uint64_t *p, uint64_t v) {
+  TES_RMW_SINGLE("orq", p, v, uint64_t, "r");
+  atomic_fetch_or_explicit(p, v, memory_order_release);
+}
+TES_INLINE void tes_rmw_and64(_Atomic uint64_t *p, uint64_t v) {
+  TES_RMW_SINGLE("andq", p, v, uint64_t, "r");
+  atomic_fetch_and_explicit(p, v, memory_order_release);
+}
+TES_INLINE void tes_rmw_or8(uint8_t *p, uint8_t v) {
+  TES_RMW_SINGLE("orb", p, v, uint8_t, "q");
+  __atomic_fetch_or(p, v, __ATOMIC_RELEASE);
+}
+TES_INLINE void tes_rmw_and8(uint8_t *p, uint8_t v) {
+  TES_RMW_SINGLE("andb", p, v, uint8_t, "q");
+  __atomic_fetch_and(p, v, __ATOMIC_RELEASE);
+}
+/* The value before the add (relaxed). */
+TES_INLINE uint64_t tes_rmw_fetch_add64(_Atomic uint64_t *p, uint64_t v) {
+#if defined(__x86_64__)
+  if (tes_single_threaded()) {
+    __asm__ volatile("xaddq %0, %1" : "+r"(v), "+m"(*(uint64_t *)p) : : "memory");
+    return v;
+  }
+#endif
+  return atomic_fetch_add_explicit(p, v, memory_order_relaxed);
+}
+/* A relaxed compare-and-swap of a 32-bit word: *expected gets what was there. */
+TES_INLINE bool tes_rmw_cas32(uint32_t *p, uint32_t *expected, uint32_t desired) {
+#if defined(__x86_64__)
+  if (tes_single_threaded()) {
+    bool done;
+    __asm__ volatile("cmpxchgl %3, %1" : "=@ccz"(done), "+m"(*p), "+a"(*expected) : "r"(desired) : "memory");
+    return done;
+  }
+#endif
+  return __atomic_compare_exchange_n(p, expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+/* The wait for a lock another thread holds (free.c): out of line, one copy
+ * of the spin for every lock site. */
+void tes_lock_contended(tes_lock_t *lock);
 static inline void tes_lock(tes_lock_t *lock) {
   if (tes_holds_fork_locks()) return;
-  const void *self = &tes_tls_heap;
-  for (unsigned spins = 0;; spins++) {
-    const void *holder = atomic_load_explicit(&lock->holder, memory_order_relaxed);
-    if (holder == NULL && atomic_compare_exchange_weak_explicit(&lock->holder, &holder, self, memory_order_acquire,
-                                                                memory_order_relaxed))
+  const void *holder = atomic_load_explicit(&lock->holder, memory_order_relaxed);
+  if (tes_likely(holder == NULL)) {
+    /* No other thread to keep out: no locked instruction, which waits for
+     * every store before it (the program's writes to cold blocks: `mixed`
+     * spent a fifth of its samples on large_lock's cmpxchg). The compiler
+     * fence keeps the critical section after the take, for a signal
+     * handler on this thread (which finds the lock held: re-entry). */
+    if (tes_single_threaded()) {
+      atomic_store_explicit(&lock->holder, (const void *)&tes_tls_heap, memory_order_relaxed);
+      atomic_signal_fence(memory_order_seq_cst);
       return;
-    /* Only this thread writes its own name there, and clears it before it
-     * lets go: seeing it means this thread holds the lock (it was
-     * interrupted while holding it, and re-entered). */
-    if (tes_unlikely(holder == self)) tes_lock_reentered(lock);
-    if (spins > 32) tes_os_yield();
-    else __builtin_ia32_pause();
+    }
+    if (atomic_compare_exchange_weak_explicit(&lock->holder, &holder, (const void *)&tes_tls_heap,
+                                              memory_order_acquire, memory_order_relaxed))
+      return;
   }
+  tes_lock_contended(lock);
 }
 static inline bool tes_trylock(tes_lock_t *lock) {
   if (tes_holds_fork_locks()) return true;
   const void *holder = atomic_load_explicit(&lock->holder, memory_order_relaxed);
-  return holder == NULL && atomic_compare_exchange_strong_explicit(&lock->holder, &holder, (const void *)&tes_tls_heap,
+  if (holder != NULL) return false;
+  if (tes_single_threaded()) { /* as tes_lock */
+    atomic_store_explicit(&lock->holder, (const void *)&tes_tls_heap, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    return true;
+  }
+  return atomic_compare_exchange_strong_explicit(&lock->holder, &holder, (const void *)&tes_tls_heap,
                                                                    memory_order_acquire, memory_order_relaxed);
 }
 static inline void tes_unlock(tes_lock_t *lock) {

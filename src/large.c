@@ -698,7 +698,7 @@ static bool pack_grow(tes_segment_t *seg, size_t need) {
 static void pack_publish(tes_segment_t *seg) {
   pack_host_t *h = host_table((tes_segment_t *)((uintptr_t)seg & ~(uintptr_t)TES_SEGMENT_MASK));
   unsigned first = (unsigned)(((uintptr_t)seg & TES_SEGMENT_MASK) >> PACK_GRANULE_SHIFT);
-  atomic_fetch_or_explicit(&h->starts, (uint64_t)1 << first, memory_order_release);
+  tes_rmw_or64(&h->starts, (uint64_t)1 << first);
 }
 
 /* A packed block is freed (off the large list already): its run goes back
@@ -712,7 +712,7 @@ static void pack_release(tes_segment_t *seg) {
   size_t dirty_end = seg->dirty_end > seg->size ? seg->size : seg->dirty_end;
   uint64_t dirty = run_mask(first, (unsigned)((dirty_end + PACK_GRANULE - 1) >> PACK_GRANULE_SHIFT));
   if (dirty_end == 0) dirty = 0;
-  atomic_fetch_and_explicit(&h->starts, ~((uint64_t)1 << first), memory_order_release);
+  tes_rmw_and64(&h->starts, ~((uint64_t)1 << first));
 #ifdef TES_FAULT_INJECTION
   if (tes_fault_pack_gap != NULL) tes_fault_pack_gap();
 #endif

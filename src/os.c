@@ -31,15 +31,31 @@ extern char **environ;
 
 static size_t os_page_size = 4096;
 
+extern char __libc_single_threaded __attribute__((weak)); /* a libc without it: never single-threaded */
+static const char os_threaded = 0;
+const char *tes_single_threaded_flag = &os_threaded; /* os.h; one load, no GOT entry to test */
+
 static _Atomic uint64_t os_mmap_calls, os_munmap_calls, os_madvise_calls, os_mremap_calls;
 static _Atomic uint64_t os_mmap_bytes, os_munmap_bytes, os_purged_bytes;
 static _Atomic int64_t os_reserved, os_reserved_peak, os_committed, os_committed_peak;
 
 #define RELAXED memory_order_relaxed
 
+/* The gauge's value before the add, relaxed; without the lock prefix while
+ * the process has one thread (internal.h, TES_RMW_SINGLE, says why). */
+static int64_t gauge_fetch_add(_Atomic int64_t *gauge, int64_t delta) {
+#if defined(__x86_64__)
+  if (tes_single_threaded()) {
+    __asm__ volatile("xaddq %0, %1" : "+r"(delta), "+m"(*(int64_t *)gauge) : : "memory");
+    return delta;
+  }
+#endif
+  return atomic_fetch_add_explicit(gauge, delta, RELAXED);
+}
+
 static void gauge_add(_Atomic int64_t *gauge, _Atomic int64_t *peak, int64_t delta) {
   if (delta == 0) return; /* a locked add is a full barrier, even of 0 */
-  int64_t now = atomic_fetch_add_explicit(gauge, delta, RELAXED) + delta;
+  int64_t now = gauge_fetch_add(gauge, delta) + delta;
   int64_t old = atomic_load_explicit(peak, RELAXED);
   while (now > old && !atomic_compare_exchange_weak_explicit(peak, &old, now, RELAXED, RELAXED)) {
   }
@@ -108,6 +124,7 @@ void tes_os_init(void) {
   long ps = (long)getauxval(AT_PAGESZ);
   if (ps <= 0) ps = sysconf(_SC_PAGESIZE);
   if (ps > 0 && (ps & (ps - 1)) == 0) os_page_size = (size_t)ps;
+  if (&__libc_single_threaded != NULL) tes_single_threaded_flag = &__libc_single_threaded;
 }
 
 size_t tes_os_page_size(void) { return os_page_size; }

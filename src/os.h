@@ -21,6 +21,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* True while the process has one thread: glibc's __libc_single_threaded
+ * (2.32 on, <sys/single_threaded.h>), which pthread_create clears before the
+ * new thread runs and nothing sets again while another may run. Until
+ * tes_os_init, and with a libc without that flag, a constant false. While
+ * it holds, the slow paths' locks and read-modify-writes take no locked
+ * instruction (internal.h, tes_lock). As glibc's own malloc, this trusts
+ * threads to come from pthread_create (a raw clone calling malloc would
+ * race). */
+extern const char *tes_single_threaded_flag;
+static inline bool tes_single_threaded(void) { return *tes_single_threaded_flag != 0; }
+
 /* Process start-up: page size, counters. Idempotent, allocation-free. */
 void tes_os_init(void);
 /* The kernel's page size (asked at start, never assumed). */

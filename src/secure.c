@@ -89,8 +89,7 @@ bool tes_secure_free_verdict(const tes_page_t *page, void *p) {
     return false;
   }
   check_canary(page, p, state, requested); /* an overflow is reported; the block is still freed */
-  if (!__atomic_compare_exchange_n(size_word, &seen, TES_FREED_TAG32_REMOTE, false, __ATOMIC_RELAXED,
-                                   __ATOMIC_RELAXED)) {
+  if (!tes_rmw_cas32(size_word, &seen, TES_FREED_TAG32_REMOTE)) {
     tes_report_error(TES_ERR_DOUBLE_FREE, p, page);
     return false;
   }

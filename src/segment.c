@@ -78,8 +78,8 @@ static size_t units_of(size_t size) { return (size + TES_SEGMENT_SIZE - 1) >> TE
 static void unit_store(uintptr_t unit, uint8_t value) {
   uint8_t *byte = &tes_segmap[unit >> 2];
   unsigned shift = (unsigned)(unit & 3) * 2;
-  if (value != 0) __atomic_fetch_or(byte, (uint8_t)(value << shift), __ATOMIC_RELEASE);
-  else __atomic_fetch_and(byte, (uint8_t)~(3u << shift), __ATOMIC_RELEASE);
+  if (value != 0) tes_rmw_or8(byte, (uint8_t)(value << shift));
+  else tes_rmw_and8(byte, (uint8_t)~(3u << shift));
 }
 
 static unsigned unit_load(uintptr_t unit) {

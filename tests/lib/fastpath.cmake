@@ -91,3 +91,15 @@ function(tessera_add_remote_free_budget test_name budget library_target)
   endif()
   tessera_add_call_budget(${test_name} ${budget} remote_free_budget ${library_target} ${fn})
 endfunction()
+
+# Locked instructions per large malloc+free cycle (tests/lib/locked_ops_budget.sh
+# on tests/lib/locked_ops.c), in LIBRARY_TARGET preloaded: at most SINGLE_MAX
+# in a single-threaded process, at least THREADED_MIN with a second thread.
+# Skipped (77) when valgrind is missing.
+function(tessera_add_locked_ops_budget test_name single_max threaded_min library_target)
+  tessera_budget_program(locked_ops)
+  add_test(NAME ${test_name}
+    COMMAND sh ${PROJECT_SOURCE_DIR}/tests/lib/locked_ops_budget.sh
+            $<TARGET_FILE:locked_ops> $<TARGET_FILE:${library_target}> ${single_max} ${threaded_min})
+  set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endfunction()
