@@ -782,7 +782,8 @@ _Noreturn void tes_lock_reentered(const tes_lock_t *lock);
  * before that the same instruction without the lock prefix (x86-64),
  * still one instruction, so a signal handler on this thread finds it done
  * or not begun, and without the locked one's wait for every store before
- * it (`mixed`: a large block's cycle made six). The asm's memory clobber
+ * it (with the locks, 18 a 200 KiB + 2 MiB malloc/free cycle: locked_ops.c).
+ * The asm's memory clobber
  * orders it as the release the atomic one is. */
 #if defined(__x86_64__)
 #define TES_RMW_SINGLE(insn, p, v, type, constraint)                                              \
