@@ -812,16 +812,6 @@ TES_INLINE void tes_rmw_and8(uint8_t *p, uint8_t v) {
   TES_RMW_SINGLE("andb", p, v, uint8_t, "q");
   __atomic_fetch_and(p, v, __ATOMIC_RELEASE);
 }
-/* The value before the add (relaxed). */
-TES_INLINE uint64_t tes_rmw_fetch_add64(_Atomic uint64_t *p, uint64_t v) {
-#if defined(__x86_64__)
-  if (tes_single_threaded()) {
-    __asm__ volatile("xaddq %0, %1" : "+r"(v), "+m"(*(uint64_t *)p) : : "memory");
-    return v;
-  }
-#endif
-  return atomic_fetch_add_explicit(p, v, memory_order_relaxed);
-}
 /* A relaxed compare-and-swap of a 32-bit word: *expected gets what was there. */
 TES_INLINE bool tes_rmw_cas32(uint32_t *p, uint32_t *expected, uint32_t desired) {
 #if defined(__x86_64__)

@@ -41,21 +41,9 @@ static _Atomic int64_t os_reserved, os_reserved_peak, os_committed, os_committed
 
 #define RELAXED memory_order_relaxed
 
-/* The gauge's value before the add, relaxed; without the lock prefix while
- * the process has one thread (internal.h, TES_RMW_SINGLE, says why). */
-static int64_t gauge_fetch_add(_Atomic int64_t *gauge, int64_t delta) {
-#if defined(__x86_64__)
-  if (tes_single_threaded()) {
-    __asm__ volatile("xaddq %0, %1" : "+r"(delta), "+m"(*(int64_t *)gauge) : : "memory");
-    return delta;
-  }
-#endif
-  return atomic_fetch_add_explicit(gauge, delta, RELAXED);
-}
-
 static void gauge_add(_Atomic int64_t *gauge, _Atomic int64_t *peak, int64_t delta) {
   if (delta == 0) return; /* a locked add is a full barrier, even of 0 */
-  int64_t now = gauge_fetch_add(gauge, delta) + delta;
+  int64_t now = (int64_t)tes_rmw_fetch_add64((_Atomic uint64_t *)gauge, (uint64_t)delta) + delta;
   int64_t old = atomic_load_explicit(peak, RELAXED);
   while (now > old && !atomic_compare_exchange_weak_explicit(peak, &old, now, RELAXED, RELAXED)) {
   }

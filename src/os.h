@@ -17,6 +17,7 @@
 #ifndef TES_OS_H
 #define TES_OS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,18 @@
  * race). */
 extern const char *tes_single_threaded_flag;
 static inline bool tes_single_threaded(void) { return *tes_single_threaded_flag != 0; }
+/* An atomic add returning the value before it (relaxed); without the lock
+ * prefix while the process has one thread (internal.h, TES_RMW_SINGLE, says
+ * why). The random counter and os.c's gauges. */
+static inline uint64_t tes_rmw_fetch_add64(_Atomic uint64_t *p, uint64_t v) {
+#if defined(__x86_64__)
+  if (tes_single_threaded()) {
+    __asm__ volatile("xaddq %0, %1" : "+r"(v), "+m"(*(uint64_t *)p) : : "memory");
+    return v;
+  }
+#endif
+  return atomic_fetch_add_explicit(p, v, memory_order_relaxed);
+}
 
 /* Process start-up: page size, counters. Idempotent, allocation-free. */
 void tes_os_init(void);
