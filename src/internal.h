@@ -783,8 +783,7 @@ _Noreturn void tes_lock_reentered(const tes_lock_t *lock);
  * still one instruction, so a signal handler on this thread finds it done
  * or not begun, and without the locked one's wait for every store before
  * it (with the locks, 18 a 200 KiB + 2 MiB malloc/free cycle: locked_ops.c).
- * The asm's memory clobber
- * orders it as the release the atomic one is. */
+ * The asm's memory clobber orders it as the release the atomic one is. */
 #if defined(__x86_64__)
 #define TES_RMW_SINGLE(insn, p, v, type, constraint)                                              \
   do {                                                                                           \
