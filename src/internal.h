@@ -825,37 +825,25 @@ TES_INLINE bool tes_rmw_cas32(uint32_t *p, uint32_t *expected, uint32_t desired)
 /* The wait for a lock another thread holds (free.c): out of line, one copy
  * of the spin for every lock site. */
 void tes_lock_contended(tes_lock_t *lock);
-static inline void tes_lock(tes_lock_t *lock) {
-  if (tes_holds_fork_locks()) return;
-  const void *holder = atomic_load_explicit(&lock->holder, memory_order_relaxed);
-  if (tes_likely(holder == NULL)) {
-    /* No other thread to keep out: no locked instruction, which waits for
-     * every store before it (the program's writes to cold blocks: `mixed`
-     * spent a fifth of its samples on large_lock's cmpxchg). The compiler
-     * fence keeps the critical section after the take, for a signal
-     * handler on this thread (which finds the lock held: re-entry). */
-    if (tes_single_threaded()) {
-      atomic_store_explicit(&lock->holder, (const void *)&tes_tls_heap, memory_order_relaxed);
-      atomic_signal_fence(memory_order_seq_cst);
-      return;
-    }
-    if (atomic_compare_exchange_weak_explicit(&lock->holder, &holder, (const void *)&tes_tls_heap,
-                                              memory_order_acquire, memory_order_relaxed))
-      return;
-  }
-  tes_lock_contended(lock);
-}
 static inline bool tes_trylock(tes_lock_t *lock) {
   if (tes_holds_fork_locks()) return true;
   const void *holder = atomic_load_explicit(&lock->holder, memory_order_relaxed);
-  if (holder != NULL) return false;
-  if (tes_single_threaded()) { /* as tes_lock */
+  if (tes_unlikely(holder != NULL)) return false;
+  /* No other thread to keep out: no locked instruction, which waits for
+   * every store before it (the program's writes to cold blocks: `mixed`
+   * spent a fifth of its samples on large_lock's cmpxchg). The compiler
+   * fence keeps the critical section after the take, for a signal handler
+   * on this thread (which finds the lock held: re-entry). */
+  if (tes_single_threaded()) {
     atomic_store_explicit(&lock->holder, (const void *)&tes_tls_heap, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
     return true;
   }
   return atomic_compare_exchange_strong_explicit(&lock->holder, &holder, (const void *)&tes_tls_heap,
-                                                                   memory_order_acquire, memory_order_relaxed);
+                                                 memory_order_acquire, memory_order_relaxed);
+}
+static inline void tes_lock(tes_lock_t *lock) {
+  if (tes_unlikely(!tes_trylock(lock))) tes_lock_contended(lock);
 }
 static inline void tes_unlock(tes_lock_t *lock) {
   if (tes_holds_fork_locks()) return;
