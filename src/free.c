@@ -108,68 +108,9 @@ static inline void delayed_push(tes_page_t *page, tes_block_t *block) {
  * into those words, or for a collect of every word (tes_page_take_if_empty,
  * thread exit), counted in `used` meanwhile. A full page's (USE_DELAYED)
  * free goes through the heap's delayed list as before, without a bit. */
-static void remote_publish_one(tes_page_t *page, tes_block_t *block);
-
-/* Publishes one held word: the summary bit, remote_last, then every bit at
- * once (release: after the links the frees wrote). A full page's blocks go
- * through the delayed list one by one, as before. */
-static void remote_publish(tes_page_t *page, _Atomic uint64_t *word, uint64_t bits, uint32_t last) {
-  size_t w = (size_t)(word - tes_page_remote_bits(page));
-  uintptr_t summary = tes_tf_summary_bit(w);
-  uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
-  for (;;) {
-    if ((tf & TES_TF_MASK) == TES_TF_USE_DELAYED) {
-      for (uint64_t m = bits; m != 0; m &= m - 1)
-        remote_publish_one(page, (tes_block_t *)(page->area + (w * 64 + (size_t)__builtin_ctzll(m)) * page->block_size));
-      return;
-    }
-    if ((tf & summary) == 0 &&
-        !atomic_compare_exchange_weak_explicit(&page->xthread_free, &tf, tf | summary, memory_order_relaxed,
-                                               memory_order_relaxed))
-      continue;
-    break;
-  }
-  atomic_store_explicit(&page->remote_last, last + 1, memory_order_relaxed);
-  uint64_t old = atomic_fetch_or_explicit(word, bits, memory_order_release);
-  for (uint64_t m = old & bits; tes_unlikely(m != 0); m &= m - 1)
-    tes_report_double_free(page, page->area + (w * 64 + (size_t)__builtin_ctzll(m)) * page->block_size);
-}
-
-void tes_remote_flush(tes_heap_t *heap) {
-  for (unsigned i = 0; i < TES_RBATCH_SLOTS; i++) {
-    if (heap->rbatch[i].word == NULL) continue;
-    remote_publish(heap->rbatch[i].page, heap->rbatch[i].word, heap->rbatch[i].bits, heap->rbatch[i].last);
-    heap->rbatch[i].word = NULL;
-  }
-  heap->rbatch_held = 0;
-}
-
 void tes_free_remote(tes_page_t *page, tes_block_t *block) {
   size_t index;
   (void)tes_secure_block_index(page, block, &index); /* a carved block start: the caller checked */
-  tes_heap_t *heap = tes_tls_heap;
-  if (!heap->is_static) {
-    tes_block_set_next(page, block, NULL);
-    _Atomic uint64_t *word = tes_page_remote_bits(page) + index / 64;
-    unsigned slot = (unsigned)(((uintptr_t)word >> 3) ^ ((uintptr_t)word >> 9) * 7) & (TES_RBATCH_SLOTS - 1);
-    if (heap->rbatch[slot].word != word) {
-      if (heap->rbatch[slot].word != NULL)
-        remote_publish(heap->rbatch[slot].page, heap->rbatch[slot].word, heap->rbatch[slot].bits, heap->rbatch[slot].last);
-      heap->rbatch[slot].word = word;
-      heap->rbatch[slot].page = page;
-      heap->rbatch[slot].bits = 0;
-    }
-    heap->rbatch[slot].bits |= (uint64_t)1 << (index % 64);
-    heap->rbatch[slot].last = (uint32_t)index;
-    if (++heap->rbatch_held >= TES_RBATCH_LIMIT) tes_remote_flush(heap);
-    return;
-  }
-  remote_publish_one(page, block);
-}
-
-static void remote_publish_one(tes_page_t *page, tes_block_t *block) {
-  size_t index;
-  (void)tes_secure_block_index(page, block, &index);
   uintptr_t summary = tes_tf_summary_bit(index / 64);
   uintptr_t tf = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
   for (;;) {

@@ -176,9 +176,6 @@ static void thread_done(void *value) {
   (void)value;
   tes_heap_t *heap = tes_tls_heap;
   if (heap->is_static) return;
-#if TES_SECURE
-  tes_remote_flush(heap);
-#endif
   tes_tls_heap = &tes_heap_empty;
   tes_tls_slices = tes_heap_empty.slices;
   tes_tls_exited = true;

@@ -584,12 +584,6 @@ typedef struct tes_lock_s {
 } tes_lock_t;
 #define TES_LOCK_INIT {NULL}
 
-#ifndef TES_RBATCH_SLOTS
-#define TES_RBATCH_SLOTS 64
-#endif
-#ifndef TES_RBATCH_LIMIT
-#define TES_RBATCH_LIMIT 256
-#endif
 struct tes_heap_s {
   tes_page_t *direct[TES_DIRECT_COUNT]; /* fast path: size -> page with free blocks */
   tes_bin_t *direct_bin[TES_DIRECT_COUNT]; /* default build: size -> its class's bin */
@@ -661,10 +655,6 @@ struct tes_heap_s {
   uintptr_t keys[2];                    /* secure: delayed-list link keys (random, set once in tes_heap_setup) */
   uint64_t random;                      /* secure: xorshift state */
 #if TES_SECURE
-  /* EXPERIMENT (hrw29): remote frees' bits held per bitmap word, published
-   * by one fetch_or a word (free.c, tes_remote_flush). */
-  struct { _Atomic uint64_t *word; tes_page_t *page; uint64_t bits; uint32_t last; } rbatch[TES_RBATCH_SLOTS];
-  uint32_t rbatch_held;
   uint64_t bin_random;                  /* secure: the bins' pops, linear congruential (high half drawn) */
   tes_sbin_t sbins[TES_CLASS_COUNT - TES_MEDIUM_CLASS_FIRST]; /* secure: recently freed blocks per medium class, out of band (tes_sbin_of) */
 #endif
@@ -1326,7 +1316,6 @@ extern tes_segment_t *tes_large_list;           /* under tes_large_lock */
 /* ---- free.c ---------------------------------------------------------------- */
 void tes_free_slow(void *p);                    /* unowned, tail unit, large, remote */
 void tes_free_remote(tes_page_t *page, tes_block_t *block);
-void tes_remote_flush(struct tes_heap_s *heap); /* hardened: publish the held remote bits */
 void tes_page_free_event(tes_page_t *page);     /* used reached 0 on the owner's free */
 void tes_free_local_block(tes_page_t *page, tes_block_t *block); /* owner, outside the fast path */
 /* The owner's free into the page itself: push onto local_free; an empty or
