@@ -2,21 +2,24 @@
 """Per-row and geometric-mean time ratios of every allocator of a
 `tessera bench` results.csv against a baseline (docs/RELIABILITY.md,
 twenty-ninth session, abl29). The time is the median over runs of work_s
-(the workload's measured region, as tessera bench's own ratios).
-Usage: geomean.py RESULTS.csv [BASELINE] [--rss] [--skip row,row]"""
+(the workload's measured region, else wall, as tessera bench's own
+ratios); several results.csv files may be given with a comma.
+Usage: geomean.py RESULTS.csv[,MORE.csv] [BASELINE] [--rss | --cpu] [--skip row,row]
+(--cpu: user+sys time instead; --rss: peak RSS)"""
 import csv, math, statistics, sys
 from collections import defaultdict
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 path = args[0]
 base = args[1] if len(args) > 1 else "tessera"
-metric = "peak_rss_kib" if "--rss" in sys.argv else "work_s"
+metric = "peak_rss_kib" if "--rss" in sys.argv else "cpu_s" if "--cpu" in sys.argv else "work_s"
 skip = set()
 if "--skip" in sys.argv:
     skip = set(sys.argv[sys.argv.index("--skip") + 1].split(","))
 runs = defaultdict(list)
 order, allocs = [], []
-for r in csv.DictReader(open(path)):
+rows_in = [r for one in path.split(",") for r in csv.DictReader(open(one))]
+for r in rows_in:
     if r["status"] != "ok":
         continue
     row = r["workload"] + ("" if r["threads"] in ("", "1") or r["workload"] in ("traces",) else "/%st" % r["threads"])
@@ -26,7 +29,9 @@ for r in csv.DictReader(open(path)):
         order.append(row)
     if r["allocator"] not in allocs:
         allocs.append(r["allocator"])
-    runs[row, r["allocator"]].append(float(r[metric]))
+    value = r[metric] or (r["wall_s"] if metric == "work_s" else "")  # no measured region: wall, as tessera bench
+    if value:
+        runs[row, r["allocator"]].append(float(value))
 others = [a for a in allocs if a != base]
 print("| row | " + " | ".join(others) + " |")
 print("|---|" + "---:|" * len(others))
