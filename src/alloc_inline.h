@@ -63,7 +63,6 @@
  * the block handed out twice): reported as a corrupted free list, never
  * handed out (tes_sbin_damaged: a tail call, so the fast path saves no
  * registers). */
-#if !TES_SECURE_NO_DELAY && !TES_SECURE_NO_FREE_PROOF && !TES_SECURE_NO_LINK_CHECK
 #define TES_SBIN_POP_OR_RETURN(heap, bin, size)                                          \
   do {                                                                                  \
     uint32_t n_ = (bin)->count;                                                         \
@@ -82,56 +81,6 @@
                            tes_link_encode(page_, (uintptr_t)b_->next)))                    \
         return tes_sbin_damaged(heap, page_, b_, size);                                 \
       tes_secure_arm(page_, b_, size, TES_KIND_MEDIUM);                                 \
-      return b_;                                                                        \
-    }                                                                                   \
-  } while (0)
-#else
-/* Ablation (internal.h, TES_SECURE_NO_*): the bin's checks that remain,
- * and its pop last in, first out under TES_SECURE_NO_DELAY. */
-#define TES_SBIN_POP_OR_RETURN(heap, bin, size)                                          \
-  do {                                                                                  \
-    uint32_t n_ = (bin)->count;                                                         \
-    if (n_ >= (TES_SECURE_NO_DELAY ? 1u : 2u)) {                                        \
-      size_t j_ = n_ - 1;                                                               \
-      if (!TES_SECURE_NO_DELAY) {                                                       \
-        uint64_t x_ = (heap)->bin_random * 6364136223846793005u + 1442695040888963407u;  \
-        (heap)->bin_random = x_;                                                        \
-        j_ = (size_t)(((x_ >> 32) * (n_ - 1)) >> 32);                                   \
-      }                                                                                 \
-      tes_block_t *b_ = (bin)->slot[j_];                                                \
-      if (!TES_SECURE_NO_DELAY) {                                                       \
-        (bin)->slot[j_] = (bin)->slot[n_ - 2];                                          \
-        (bin)->slot[n_ - 2] = (bin)->slot[n_ - 1];                                      \
-      }                                                                                 \
-      (bin)->count = n_ - 1;                                                            \
-      (bin)->pops++;                                                                    \
-      tes_page_t *page_ = tes_page_of(tes_segment_of(b_), b_);                          \
-      if (tes_unlikely((!TES_SECURE_NO_FREE_PROOF &&                                    \
-                        *tes_secure_size_word_in(page_, b_, false) < TES_FREED_TAG32_REMOTE) || \
-                       (!TES_SECURE_NO_LINK_CHECK &&                                    \
-                        (uintptr_t)tes_block_link_slot_in(page_, b_, TES_KIND_MEDIUM)->next != \
-                            tes_link_encode(page_, (uintptr_t)b_->next))))              \
-        return tes_sbin_damaged(heap, page_, b_, size);                                 \
-      tes_secure_arm(page_, b_, size, TES_KIND_MEDIUM);                                 \
-      return b_;                                                                        \
-    }                                                                                   \
-  } while (0)
-#endif
-#endif
-
-#if TES_SECURE_SMALL_BINS
-/* Ablation (internal.h): a small class's bin hands out the block freed
- * last, unchecked (free checked it), as the default build's bins do. */
-#define TES_SBIN_SMALL_POP_OR_RETURN(binp, size)                                         \
-  do {                                                                                  \
-    tes_sbin_t *sb_ = (binp);                                                           \
-    uint32_t n_ = sb_->count;                                                           \
-    if (n_ != 0) {                                                                      \
-      tes_block_t *b_ = sb_->slot[n_ - 1];                                              \
-      sb_->count = n_ - 1;                                                              \
-      sb_->pops++;                                                                      \
-      tes_page_t *page_ = &tes_segment_of(b_)->pages[((uintptr_t)b_ & TES_SEGMENT_MASK) >> TES_SMALL_PAGE_SHIFT]; \
-      tes_secure_arm(page_, b_, size, TES_KIND_SMALL);                                  \
       return b_;                                                                        \
     }                                                                                   \
   } while (0)
@@ -156,10 +105,6 @@ TES_INLINE tes_block_t *tes_page_take_in(tes_page_t *page, unsigned kind) {
     tes_block_t *next = tes_block_next_in(page, block, kind);
     page->free = next;
     __builtin_prefetch(next);
-#if TES_SECURE_NO_LINK_CHECK
-    page->used++;
-    return block;
-#endif
     uintptr_t apart = (uintptr_t)next ^ (uintptr_t)block;
     if (tes_unlikely(apart >= ((uintptr_t)1 << TES_SEGMENT_SHIFT))) {
       __asm__("" : "+r"(apart));
@@ -208,9 +153,6 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
     tes_bin_t *bin = heap->direct_bin[(size + 15) >> 4];
     TES_BIN_POP_OR_RETURN(heap, bin, size);
 #endif
-#if TES_SECURE && TES_SECURE_SMALL_BINS
-    TES_SBIN_SMALL_POP_OR_RETURN(heap->direct_bin[(size + TES_PADDING + 15) >> 4], size);
-#endif
     tes_page_t *page = heap->direct[(size + TES_PADDING + 15) >> 4];
     tes_block_t *block = tes_page_pop(page, size, TES_KIND_SMALL);
     if (tes_likely(block != NULL)) return block;
@@ -244,9 +186,6 @@ TES_INLINE void *tes_malloc_inline(tes_heap_t *heap, size_t size) {
         if (tes_likely(block != NULL)) return block;
       }
     } else {
-#if TES_SECURE_SMALL_BINS
-      TES_SBIN_SMALL_POP_OR_RETURN(tes_sbin_of(heap, c), size);
-#endif
       page = heap->queues[c].first;
       if (tes_likely(page != NULL)) {
         tes_block_t *block = tes_page_pop(page, size, TES_KIND_SMALL);
@@ -375,17 +314,6 @@ TES_INLINE void tes_free_inline(void *p) {
       tes_secure_free_local(p, page); /* reports, frees unless it must not */
       return;
     }
-#if TES_SECURE_SMALL_BINS
-    {
-      tes_sbin_t *bin = tes_sbin_of(atomic_load_explicit(&page->heap, memory_order_relaxed), page->class_index);
-      uint32_t n = bin->count;
-      if (tes_likely(n < bin->limit)) {
-        bin->slot[n] = (tes_block_t *)p;
-        bin->count = n + 1;
-        return;
-      }
-    }
-#endif
     tes_page_push_local_in(page, (tes_block_t *)p, TES_KIND_SMALL);
     return;
   } else if (tes_likely(kind == TES_KIND_MEDIUM)) {
@@ -401,10 +329,8 @@ TES_INLINE void tes_free_inline(void *p) {
     tes_sbin_t *bin = tes_sbin_of(atomic_load_explicit(&page->heap, memory_order_relaxed), page->class_index);
     uint32_t n = bin->count;
     if (tes_likely(n < bin->limit)) {
-#if !TES_SECURE_NO_LINK_CHECK
       tes_block_link_slot_in(page, (tes_block_t *)p, TES_KIND_MEDIUM)->next =
           (tes_block_t *)tes_link_encode(page, (uintptr_t)((tes_block_t *)p)->next);
-#endif
       bin->slot[n] = (tes_block_t *)p;
       bin->count = n + 1;
       return;

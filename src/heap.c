@@ -132,7 +132,7 @@ typedef struct {
 } bin_limits_t;
 #if TES_SECURE
 /* Medium classes only (internal.h), 1 MiB worth, at most TES_SBIN_SLOTS. */
-#define BIN_LIMITS_(c) {(c) < TES_SBIN_FIRST ? 0u : BIN_BLOCKS_EXPR(c, TES_SBIN_SLOTS, 1024), 0}
+#define BIN_LIMITS_(c) {(c) < TES_MEDIUM_CLASS_FIRST ? 0u : BIN_BLOCKS_EXPR(c, TES_SBIN_SLOTS, 1024), 0}
 #else
 #define BIN_LIMITS_(c) {BIN_BLOCKS_EXPR(c, 64, 256), BIN_BLOCKS_EXPR(c, TES_BIN_GROWN_BLOCKS, TES_BIN_GROWN_KIB)}
 #endif
@@ -167,7 +167,7 @@ static __attribute__((cold)) void bins_set_limits(tes_heap_t *heap) {
 #endif
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
 #if TES_SECURE
-    if (tes_sbin_has(c)) tes_sbin_of(heap, c)->limit = limits[c].limit;
+    if (c >= TES_MEDIUM_CLASS_FIRST) tes_sbin_of(heap, c)->limit = limits[c].limit;
 #else
     bin_reset_limits(&heap->bins[c], &limits[c]); /* the bins are empty, the pops folded */
 #endif
@@ -210,17 +210,12 @@ static TES_NOINLINE void bin_grow(tes_heap_t *heap, tes_bin_t *bin, unsigned c) 
 
 static void bins_reset(tes_heap_t *heap) {
   heap->bins_due = 0;
-#if TES_SECURE && TES_SECURE_SMALL_BINS
-  /* The malloc fast path's index, (size + TES_PADDING + 15) / 16, as heap->direct's. */
-  for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct_bin[i] = tes_sbin_of(heap, TES_DIRECT_CLASS_EXPR(i));
-#else
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct_bin[i] = &heap->bins[TES_DIRECT_CLASS_EXPR(i)];
-#endif
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     heap->bins[c].head = TES_BIN_END;
     heap->bins[c].tally = 0;
 #if TES_SECURE
-    if (tes_sbin_has(c)) {
+    if (c >= TES_MEDIUM_CLASS_FIRST) {
       tes_sbin_of(heap, c)->count = 0;
       tes_sbin_of(heap, c)->pops = 0;
     }
@@ -235,7 +230,7 @@ static void bins_reset(tes_heap_t *heap) {
 static void bins_fold(tes_heap_t *heap, bool dropped) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
 #if TES_SECURE
-    if (!tes_sbin_has(c)) continue;
+    if (c < TES_MEDIUM_CLASS_FIRST) continue;
     tes_sbin_t *bin = tes_sbin_of(heap, c);
     heap->counters.class_allocs[c] += bin->pops;
     heap->counters.class_local_frees[c] += bin->pops + (dropped ? bin->count : 0);
@@ -401,7 +396,7 @@ static __attribute__((cold)) void bin_park(tes_bin_t *bin, uint32_t limit) {
 /* Class c's bin, of either build, back to its pages. */
 static void class_bin_flush(tes_heap_t *heap, unsigned c) {
 #if TES_SECURE
-  if (tes_sbin_has(c)) sbin_flush(tes_sbin_of(heap, c));
+  if (c >= TES_MEDIUM_CLASS_FIRST) sbin_flush(tes_sbin_of(heap, c));
 #else
   bin_flush(&heap->bins[c]);
 #endif

@@ -115,8 +115,8 @@ TES_RACY_SNAPSHOT static bool page_snapshot(const tes_page_t *page, const tes_he
   if (bin != NULL) mark_mixed_list(snap, NULL, RACY_LOAD(bin->head), RACY_LOAD(bin->limit));
 #else
   /* Blocks waiting in the heap's bin of the class (out of band: slots). */
-  if (snap->heap != NULL && tes_sbin_has(snap->class_index) && snap->class_index < TES_CLASS_COUNT) {
-    const tes_sbin_t *bin = &snap->heap->sbins[snap->class_index - TES_SBIN_FIRST];
+  if (snap->heap != NULL && snap->class_index >= TES_MEDIUM_CLASS_FIRST && snap->class_index < TES_CLASS_COUNT) {
+    const tes_sbin_t *bin = &snap->heap->sbins[snap->class_index - TES_MEDIUM_CLASS_FIRST];
     const uint8_t *lo = snap->area, *hi = lo + snap->count * snap->block_size;
     uint32_t held = RACY_LOAD(bin->count);
     for (uint32_t i = 0; i < held && i < TES_SBIN_SLOTS; i++) {

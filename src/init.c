@@ -33,11 +33,7 @@ __thread bool tes_tls_exited __attribute__((tls_model("initial-exec")));
 
 tes_heap_t tes_heap_empty = {
     .direct = {[0 ... TES_DIRECT_COUNT - 1] = &tes_page_empty},
-#if TES_SECURE && TES_SECURE_SMALL_BINS
-    .direct_bin = {[0 ... TES_DIRECT_COUNT - 1] = &tes_heap_empty.sbins[0]}, /* empty */
-#else
     .direct_bin = {[0 ... TES_DIRECT_COUNT - 1] = &tes_heap_empty.bins[0]}, /* empty, room 0 */
-#endif
     .bins = {[0 ... TES_CLASS_COUNT - 1] = {.head = TES_BIN_END}},
     .slices = &tes_slices_none,
     .thread_id = TES_TID_NONE,

@@ -53,55 +53,6 @@
 #ifndef TES_SECURE
 #define TES_SECURE 0
 #endif
-/* Ablation switches of the hardened build (docs/RELIABILITY.md, twenty-ninth
- * session, abl29): each 1 turns ONE protection off, to measure what it
- * costs (bench/abl/build_variants.sh builds them). Never set in the shipped
- * builds: every one defaults to 0, which compiles exactly the code before
- * them. TES_SECURE_ABL_FLOOR sets them all (the hardened structure alone).
- *   NO_CANARY      (a) no canary written at malloc nor checked at free
- *                      (the padding and the recorded size stay)
- *   NO_FREE_PROOF  (b) no block-start proof and no freed tag at free
- *                      (a double free goes unseen)
- *   NO_LINK_CHECK  (c) free-list links stored plain and followed unchecked
- *                      (and the medium bins' check word)
- *   NO_SHUFFLE     (d) new blocks linked in address order
- *   NO_DELAY       (e) the block freed last is not held back at a refill,
- *                      and the medium bins pop last in, first out
- *   NO_GUARD       (f) no guard page is protected (segments, large blocks) */
-#if defined(TES_SECURE_ABL_FLOOR) && TES_SECURE_ABL_FLOOR
-#define TES_SECURE_NO_CANARY 1
-#define TES_SECURE_NO_FREE_PROOF 1
-#define TES_SECURE_NO_LINK_CHECK 1
-#define TES_SECURE_NO_SHUFFLE 1
-#define TES_SECURE_NO_DELAY 1
-#define TES_SECURE_NO_GUARD 1
-#endif
-#ifndef TES_SECURE_NO_CANARY
-#define TES_SECURE_NO_CANARY 0
-#endif
-#ifndef TES_SECURE_NO_FREE_PROOF
-#define TES_SECURE_NO_FREE_PROOF 0
-#endif
-#ifndef TES_SECURE_NO_LINK_CHECK
-#define TES_SECURE_NO_LINK_CHECK 0
-#endif
-#ifndef TES_SECURE_NO_SHUFFLE
-#define TES_SECURE_NO_SHUFFLE 0
-#endif
-#ifndef TES_SECURE_NO_DELAY
-#define TES_SECURE_NO_DELAY 0
-#endif
-#ifndef TES_SECURE_NO_GUARD
-#define TES_SECURE_NO_GUARD 0
-#endif
-/* Not a protection but the hardened structure's other half: with
- * TES_SECURE_SMALL_BINS 1 the small classes get the medium classes'
- * out-of-band bins too, popped last in, first out and unchecked (the
- * default build's immediate reuse; hbin26's structure, twenty-sixth
- * session). Ablation only, as the switches above. */
-#ifndef TES_SECURE_SMALL_BINS
-#define TES_SECURE_SMALL_BINS 0
-#endif
 /* 1 in the shared drop-in libraries: the standard names are aliases in
  * alloc.c; 0 in the archives, where override.c defines them. */
 #ifndef TES_STANDARD_ALIASES
@@ -469,14 +420,6 @@ typedef struct tes_sbin_s {
   tes_block_t *slot[TES_SBIN_SLOTS];
 } tes_sbin_t;
 static_assert(sizeof(tes_sbin_t) == 256, "a bin's address is its class shifted by 8");
-/* The first class with one (every class with TES_SECURE_SMALL_BINS). */
-#define TES_SBIN_FIRST (TES_SECURE_SMALL_BINS ? 0u : TES_MEDIUM_CLASS_FIRST)
-/* Class c has a hardened bin (no compare when every class has one). */
-#if TES_SECURE_SMALL_BINS
-#define tes_sbin_has(c) ((void)(c), true)
-#else
-#define tes_sbin_has(c) ((c) >= TES_MEDIUM_CLASS_FIRST)
-#endif
 /* Only the medium classes have one: heap->sbins[c - TES_MEDIUM_CLASS_FIRST]
  * (tes_sbin_of; the struct held one for every class before, 12 KiB of
  * bins never used, written at every heap setup). */
@@ -643,11 +586,7 @@ typedef struct tes_lock_s {
 
 struct tes_heap_s {
   tes_page_t *direct[TES_DIRECT_COUNT]; /* fast path: size -> page with free blocks */
-#if TES_SECURE && TES_SECURE_SMALL_BINS
-  struct tes_sbin_s *direct_bin[TES_DIRECT_COUNT]; /* ablation: size (with its padding) -> its class's hardened bin */
-#else
   tes_bin_t *direct_bin[TES_DIRECT_COUNT]; /* default build: size -> its class's bin */
-#endif
   tes_bin_t bins[TES_CLASS_COUNT];      /* default build: recently freed blocks per class */
   /* Free fast path: the 64 KiB slices of the pages in use in segments this
    * thread owns (entered when a page is handed out, removed when it
@@ -717,7 +656,7 @@ struct tes_heap_s {
   uint64_t random;                      /* secure: xorshift state */
 #if TES_SECURE
   uint64_t bin_random;                  /* secure: the bins' pops, linear congruential (high half drawn) */
-  tes_sbin_t sbins[TES_CLASS_COUNT - TES_SBIN_FIRST]; /* secure: recently freed blocks per medium class, out of band (tes_sbin_of) */
+  tes_sbin_t sbins[TES_CLASS_COUNT - TES_MEDIUM_CLASS_FIRST]; /* secure: recently freed blocks per medium class, out of band (tes_sbin_of) */
 #endif
   tes_counters_t counters;
   tes_page_t *idle_head[TES_CLASS_COUNT]; /* class head found empty at the last queues_sweep, no slow path of the class since (heap.c) */
@@ -727,7 +666,7 @@ struct tes_heap_s {
 typedef struct tes_heap_s tes_heap_t;
 #if TES_SECURE
 /* The hardened bin of medium class c (c >= TES_MEDIUM_CLASS_FIRST). */
-TES_INLINE tes_sbin_t *tes_sbin_of(tes_heap_t *heap, unsigned c) { return &heap->sbins[c - TES_SBIN_FIRST]; }
+TES_INLINE tes_sbin_t *tes_sbin_of(tes_heap_t *heap, unsigned c) { return &heap->sbins[c - TES_MEDIUM_CLASS_FIRST]; }
 #endif
 
 /* The slice table: the 64 KiB slice of p, its slot, and the lookup and
@@ -1010,7 +949,7 @@ static inline uint32_t tes_page_live(const tes_page_t *page) {
  * terminator (NULL) does not reveal a key. Three instructions each way. */
 #define TES_LINK_ROTATE 17
 TES_INLINE uintptr_t tes_keyed_decode(const uintptr_t keys[2], uintptr_t stored) {
-#if TES_SECURE && !TES_SECURE_NO_LINK_CHECK
+#if TES_SECURE
   uintptr_t x = stored - keys[0];
   return ((x >> TES_LINK_ROTATE) | (x << (64 - TES_LINK_ROTATE))) ^ keys[1];
 #else
@@ -1019,7 +958,7 @@ TES_INLINE uintptr_t tes_keyed_decode(const uintptr_t keys[2], uintptr_t stored)
 #endif
 }
 TES_INLINE uintptr_t tes_keyed_encode(const uintptr_t keys[2], uintptr_t next) {
-#if TES_SECURE && !TES_SECURE_NO_LINK_CHECK
+#if TES_SECURE
   uintptr_t x = next ^ keys[1];
   return ((x << TES_LINK_ROTATE) | (x >> (64 - TES_LINK_ROTATE))) + keys[0];
 #else
@@ -1108,7 +1047,7 @@ TES_INLINE void tes_block_set_next(const tes_page_t *page, tes_block_t *b, tes_b
  * fast path save registers on every malloc. */
 TES_INLINE tes_block_t *tes_block_next_checked_in(tes_page_t *page, const tes_block_t *b, unsigned kind) {
   tes_block_t *next = tes_block_next_in(page, b, kind);
-#if TES_SECURE && !TES_SECURE_NO_LINK_CHECK
+#if TES_SECURE
   /* A compare, not a shift (the shift destroys apart, which the cold branch
    * needs), and apart opaque there: else GCC tests the rotated link against
    * keys[1] instead, keeping it alive through the fast path (a register copy
@@ -1202,10 +1141,6 @@ size_t tes_page_collect(tes_page_t *page);    /* local_free + xthread_free -> fr
  * tes_block_next_checked). Slow paths only: a decode and an encode a
  * refill. */
 TES_INLINE tes_block_t *tes_secure_hold_back_in(tes_page_t *page, tes_block_t *last, tes_block_t *keep, unsigned kind) {
-#if TES_SECURE_NO_DELAY
-  (void)page, (void)last, (void)keep, (void)kind;
-  return NULL; /* the list moves whole */
-#endif
   tes_block_t *rest = tes_block_next_checked_in(page, last, kind);
   if (rest != NULL) tes_block_set_next_in(page, last, keep, kind);
   return rest;
@@ -1594,11 +1529,7 @@ static_assert(TES_DIRECT_MAX <= TES_SMALL_BLOCK_MAX, "the direct table's pages a
 TES_INLINE void tes_secure_arm(const tes_page_t *page, void *p, size_t requested, unsigned small) {
   uint32_t canary = (uint32_t)page->keys[1];
   uint32_t size32 = (uint32_t)requested;
-#if TES_SECURE_NO_CANARY
-  (void)canary;
-#else
   memcpy((uint8_t *)p + requested, &canary, sizeof canary);
-#endif
   memcpy(tes_secure_size_word_in(page, p, small), &size32, sizeof size32); /* small: a TES_KIND_* */
 }
 
@@ -1625,10 +1556,6 @@ TES_INLINE bool tes_secure_recorded_size(const tes_page_t *page, const void *p, 
 
 /* The canary right after a small/medium block's recorded size is intact. */
 TES_INLINE bool tes_secure_canary_ok(const tes_page_t *page, const void *p, uint32_t requested) {
-#if TES_SECURE_NO_CANARY
-  (void)page, (void)p, (void)requested;
-  return true;
-#endif
   uint32_t canary;
   memcpy(&canary, (const uint8_t *)p + requested, sizeof canary);
   return canary == (uint32_t)page->keys[1];
@@ -1637,22 +1564,13 @@ TES_INLINE bool tes_secure_canary_ok(const tes_page_t *page, const void *p, uint
 /* tes_secure_free_quick for a page of a kind known or not (kind:
  * TES_KIND_*, a constant). */
 TES_INLINE bool tes_secure_free_quick_in(const tes_page_t *page, void *p, unsigned kind) {
-#if TES_SECURE_NO_FREE_PROOF && TES_SECURE_NO_CANARY
-  (void)page, (void)p, (void)kind;
-  return true; /* nothing left to check */
-#endif
-#if !TES_SECURE_NO_FREE_PROOF
   size_t index;
   if (!tes_secure_block_index(page, p, &index) || (uint32_t)index >= page->capacity) return false;
-#endif
   uint32_t *size_word = tes_secure_size_word_in(page, p, kind), requested;
   memcpy(&requested, size_word, sizeof requested);
   /* not freed already, not overwritten: a size */
   if ((size_t)requested + TES_PADDING > page->block_size) return false;
   if (!tes_secure_canary_ok(page, p, requested)) return false;
-#if TES_SECURE_NO_FREE_PROOF
-  return true; /* no tag: the size word keeps the size */
-#endif
   /* A plain write of the tag, after a plain read of the size: the owner's
    * free and another thread's free of the block at the same moment can
    * both pass. An atomic exchange here (a locked instruction, no more

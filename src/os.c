@@ -23,14 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Ablation of the hardened build (internal.h, TES_SECURE_NO_GUARD): no
- * guard page is protected. 0 in every shipped build. */
-#if (defined(TES_SECURE_NO_GUARD) && TES_SECURE_NO_GUARD) || (defined(TES_SECURE_ABL_FLOOR) && TES_SECURE_ABL_FLOOR)
-#define TES_ABL_NO_GUARD 1
-#else
-#define TES_ABL_NO_GUARD 0
-#endif
-
 #ifdef TES_FAULT_INJECTION
 #include "fault.h"
 #endif
@@ -292,11 +284,7 @@ static bool set_protection(void *addr, size_t size, int prot) {
   errno = saved;
   return done;
 }
-#if TES_ABL_NO_GUARD
-bool tes_os_protect(void *addr, size_t size) { return (void)addr, (void)size, true; }
-#else
 bool tes_os_protect(void *addr, size_t size) { return set_protection(addr, size, PROT_NONE); }
-#endif
 bool tes_os_unprotect(void *addr, size_t size) { return set_protection(addr, size, PROT_READ | PROT_WRITE); }
 
 void tes_os_huge_pages(void *addr, size_t size, bool enable) {
@@ -349,9 +337,6 @@ void *tes_os_remap(void *addr, size_t old_size, size_t new_size, size_t alignmen
  * none); everything else the growth added stays read-write. */
 static bool guards_protect(uint8_t *base, size_t new_size, size_t tail, size_t guard_at) {
   size_t ps = os_page_size;
-#if TES_ABL_NO_GUARD
-  return (void)base, (void)new_size, (void)tail, (void)guard_at, (void)ps, true;
-#endif
   return (tail == 0 || mprotect(base + new_size - tail, tail, PROT_NONE) == 0) &&
          (guard_at == 0 || mprotect(base + guard_at, ps, PROT_NONE) == 0);
 }
@@ -388,7 +373,7 @@ void *tes_os_remap_guarded(void *addr, size_t old_size, size_t new_size, size_t 
         if (guards_protect(base, new_size, tail, guard_at)) goto done;
         munmap(base + old_size, delta); /* back as it was */
       }
-      if (tail && !TES_ABL_NO_GUARD && mprotect(base + old_size - tail, tail, PROT_NONE) != 0) remap_undo_failed();
+      if (tail && mprotect(base + old_size - tail, tail, PROT_NONE) != 0) remap_undo_failed();
     }
   }
   if (FAULT(TES_FAULT_MREMAP, new_size)) goto fail;

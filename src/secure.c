@@ -118,9 +118,7 @@ void tes_secure_set_padding(tes_page_t *page, void *p, size_t requested) {
     tes_secure_arm(page, p, requested, false);
     return;
   }
-#if !TES_SECURE_NO_CANARY
   memcpy((uint8_t *)p + requested, &page->keys[1], sizeof(uintptr_t));
-#endif
   *large_size_word(page) = requested;
 }
 
@@ -166,9 +164,6 @@ size_t tes_secure_requested(const tes_page_t *page, const void *p) {
  * freed tag) unless the canary after the recorded size is intact. */
 static void check_canary(const tes_page_t *page, const void *p, size_word_t state, size_t requested) {
   if (state == SIZE_RECORDED) {
-#if TES_SECURE_NO_CANARY
-    return;
-#endif
     const uint8_t *at = (const uint8_t *)p + requested;
     if (page_is_large(page)) {
       uintptr_t canary;
@@ -283,15 +278,6 @@ static inline uint64_t xorshift64(uint64_t x) {
 }
 
 void tes_secure_shuffle(tes_page_t *page, tes_block_t **first, size_t count) {
-#if TES_SECURE_NO_SHUFFLE
-  /* Ablation (internal.h): the blocks linked in address order. */
-  uint8_t *at = page->area + (size_t)page->capacity * page->block_size;
-  for (size_t i = 0; i + 1 < count; i++, at += page->block_size)
-    tes_block_set_next(page, (tes_block_t *)at, (tes_block_t *)(at + page->block_size));
-  tes_block_set_next(page, (tes_block_t *)at, page->free);
-  *first = (tes_block_t *)(page->area + (size_t)page->capacity * page->block_size);
-  return;
-#endif
   uint32_t pool[TES_SHUFFLE_POOL_MAX];
   static_assert(TES_SHUFFLE_POOL_MIN <= TES_SHUFFLE_POOL_MAX, "the pool array holds it");
   static_assert(TES_MEDIUM_PAGE_SHIFT < 32, "offsets fit 32 bits");

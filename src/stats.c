@@ -167,8 +167,8 @@ static void compute(tes_stats_t *out) {
     for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
 #if TES_SECURE
       /* The hardened bins' blocks, counted as the pages count them below. */
-      uint32_t held = tes_sbin_has(c) ? tes_sbin_of(h, c)->count : 0;
-      uint64_t pops = tes_sbin_has(c) ? tes_sbin_of(h, c)->pops : 0;
+      uint32_t held = c >= TES_MEDIUM_CLASS_FIRST ? tes_sbin_of(h, c)->count : 0;
+      uint64_t pops = c >= TES_MEDIUM_CLASS_FIRST ? tes_sbin_of(h, c)->pops : 0;
       int64_t unit = (int64_t)(tes_class_size(c) - TES_PADDING);
 #else
       uint32_t held = tes_bin_held(&h->bins[c]);
