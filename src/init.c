@@ -71,7 +71,7 @@ void tes_process_init(void) {
     atomic_store(&random_counter, tes_os_random_seed());
     tes_process_key = (uintptr_t)tes_random_next();
     tes_options_init();
-    /* The static heaps' table is zero, so slot 0's tag 0 matches slice 0:
+    /* The static heap's table is zero, so slot 0's tag 0 matches slice 0:
      * the kernel addresses 0xffffffff80010000-0x8001ffff, which a bad
      * free could still pass. The empty-slot tag there (as tes_heap_setup
      * sets for a real heap) sends them to the slow path, which reports

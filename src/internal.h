@@ -535,13 +535,13 @@ static inline void tes_page_set_bin(tes_page_t *page, tes_bin_t *bin) {
 /* A slice's number is its address plus the bias, over 64 KiB: then no user
  * address has the number 0 (only 0xffffffff80010000 and the 64 KiB above,
  * kernel addresses), so an all-zero table misses every user pointer, NULL
- * included: tes_slices_none, the static heaps' table, is zero (.bss) but
+ * included: tes_slices_none, the static heap's table, is zero (.bss) but
  * for slot 0's tag, which tes_process_init sets as a real heap's. The
  * bias is a multiple of the slice, and `lea` adds it for free. */
 #define TES_SLICE_BIAS ((uintptr_t)0x7fff0000)
 /* A thread's slice table (tes_heap_t.slices): the tags (slice numbers;
  * empty slots hold one no slice has) and the pages. Apart from the heap
- * struct, so that the two static heaps, which must be in .data, point at a
+ * struct, so that the static heap (tes_heap_empty), which must be in .data, points at a
  * zero table in .bss instead of carrying 128 KiB of it in .data (resident
  * whole, by the kernel's fault-around, as soon as a page near it is read). */
 #define TES_SLICE_TAG_RUN 512 /* tags a bit of tag_runs_written covers: 4 KiB */

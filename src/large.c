@@ -2,8 +2,9 @@
  *
  * Each large block has a segment of its own (unless it is packed with others,
  * TESSERA_LARGE_PACK, the default build's default: "Packed blocks" below): header at the segment start, the
- * block at large_offset (512 bytes, or the requested alignment), size rounded
- * to 4 MiB. (The hardened build places the block at the END of its segment
+ * block at large_offset (512 bytes, or the requested alignment), mapped to the
+ * next power of two from 256 KiB up to 4 MiB, whole pages beyond
+ * (mapping_size). (The hardened build places the block at the END of its segment
  * instead, right before the segment's guard page, so a fresh block costs no
  * mprotect; realloc grows a block within its segment by moving a guard page
  * of its own, and past it by growing the segment with its pages, as the
