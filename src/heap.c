@@ -156,7 +156,8 @@ static const bin_limits_t *bin_limits(void) { return bin_limits_table[tes_opt(TE
  * push costs more than it saves: the row's CPU time was 0.92 of the
  * default's with TESSERA_BINS=0, and the rows that need the bins (batch,
  * mixed, single, realloc) pop 96-100% from them (PERFORMANCE.md,
- * twenty-ninth session, trc29 and bpz29). */
+ * twenty-ninth session, trc29 and bpz29). TESSERA_BINS=2: never paused
+ * (for tests of the bins themselves). */
 #define BINS_PAUSE_SHARE 85
 #define BINS_PAUSE_MIN 1000
 #define BINS_PAUSE_WINDOWS 3
@@ -489,7 +490,7 @@ static TES_COLD void bins_window_end(tes_heap_t *heap) {
   heap->bin_window_pops = heap->bin_window_recycled = 0;
   uint8_t paused;
   if (heap->bins_paused != 0) paused = heap->bins_paused < BINS_PAUSE_WINDOWS ? heap->bins_paused + 1 : 0;
-  else paused = served >= BINS_PAUSE_MIN && pops * 100 < BINS_PAUSE_SHARE * served;
+  else paused = served >= BINS_PAUSE_MIN && pops * 100 < BINS_PAUSE_SHARE * served && tes_opt(TES_OPTION_BINS) == 1;
   bool change = (paused != 0) != (heap->bins_paused != 0);
   heap->bins_paused = paused;
   if (change) bins_set_limits(heap); /* the bins are empty, their pops folded */
