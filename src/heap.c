@@ -489,8 +489,9 @@ static TES_COLD void bins_window_end(tes_heap_t *heap) {
   uint64_t pops = heap->bin_window_pops, served = pops + heap->bin_window_recycled;
   heap->bin_window_pops = heap->bin_window_recycled = 0;
   uint8_t paused;
-  if (heap->bins_paused != 0) paused = heap->bins_paused < BINS_PAUSE_WINDOWS ? heap->bins_paused + 1 : 0;
-  else paused = served >= BINS_PAUSE_MIN && pops * 100 < BINS_PAUSE_SHARE * served && tes_opt(TES_OPTION_BINS) == 1;
+  if (tes_opt(TES_OPTION_BINS) != 1) paused = 0; /* off, or never paused */
+  else if (heap->bins_paused != 0) paused = heap->bins_paused < BINS_PAUSE_WINDOWS ? heap->bins_paused + 1 : 0;
+  else paused = served >= BINS_PAUSE_MIN && pops * 100 < BINS_PAUSE_SHARE * served;
   bool change = (paused != 0) != (heap->bins_paused != 0);
   heap->bins_paused = paused;
   if (change) bins_set_limits(heap); /* the bins are empty, their pops folded */
