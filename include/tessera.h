@@ -137,7 +137,7 @@ typedef enum tes_option_e {
   TES_OPTION_PURGE_DECOMMIT,    /* 1: MADV_DONTNEED (RSS drops at once), 0: MADV_FREE */
   TES_OPTION_SECURE,            /* read-only: 1 in the hardened build (libtessera-secure), else 0 */
   TES_OPTION_ABORT_ON_ERROR,    /* 1: abort on a detected heap error, 0: report and continue */
-  TES_OPTION_BINS,              /* 1: per-class bins of recently freed blocks, paused while they serve few (default build), 2: never paused, 0: off */
+  TES_OPTION_BINS,              /* 1: per-class bins of recently freed blocks (default build), 0: off */
   TES_OPTION_PURGE_THREAD,      /* 1: a background thread returns freed memory of idle threads (0/1) */
   TES_OPTION_HEAP_PARK,         /* 1: an exited thread's heap waits whole for the next new thread (both builds), 0: abandoned at once */
   TES_OPTION_LARGE_PACK,        /* 1 (default build's default): large blocks up to 1 MiB share 4 MiB segments; 0 (hardened build): a segment each */

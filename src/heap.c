@@ -144,29 +144,6 @@ static_assert(TES_CLASS_COUNT == 64, "bin_limits_table lists 64 classes");
 /* The limits of every class under the current TESSERA_BINS setting. */
 static const bin_limits_t *bin_limits(void) { return bin_limits_table[tes_opt(TES_OPTION_BINS) != 0]; }
 
-#if TES_SECURE
-#define heap_bin_limits(heap) bin_limits()
-#else
-/* The bins' pause (bins_window_end): a heap whose bins served under
- * BINS_PAUSE_SHARE percent of the blocks its mallocs recycled over a purge
- * delay (BINS_PAUSE_MIN or more) turns every bin off (TESSERA_BINS=0's
- * limits, this heap only) for BINS_PAUSE_WINDOWS delays, then on for one to
- * measure again. Where most mallocs come from pages anyway (the
- * traces-cmu15213-64bit row: 73-76% of them from bins), each bin pop and
- * push costs more than it saves: the row's CPU time was 0.92 of the
- * default's with TESSERA_BINS=0, and the rows that need the bins (batch,
- * mixed, single, realloc) pop 96-100% from them (PERFORMANCE.md,
- * twenty-ninth session, trc29 and bpz29). TESSERA_BINS=2: never paused
- * (for tests of the bins themselves). */
-#define BINS_PAUSE_SHARE 85
-#define BINS_PAUSE_MIN 1000
-#define BINS_PAUSE_WINDOWS 3
-/* The heap's limits: none while its bins are paused. */
-static const bin_limits_t *heap_bin_limits(const tes_heap_t *heap) {
-  return heap->bins_paused ? bin_limits_table[0] : bin_limits();
-}
-#endif
-
 /* What bin_grow may raise the heap's bins by in all. */
 #define TES_BIN_GROWN_MAX ((size_t)8 << 20)
 /* With no bin grown, tes_bin_room_out reads the clock (and runs the
@@ -184,7 +161,7 @@ static inline void bin_reset_limits(tes_bin_t *bin, const bin_limits_t *limits) 
 #endif
 
 static __attribute__((cold)) void bins_set_limits(tes_heap_t *heap) {
-  const bin_limits_t *limits = heap_bin_limits(heap);
+  const bin_limits_t *limits = bin_limits();
 #if !TES_SECURE
   heap->bins_grown = 0;
 #endif
@@ -233,10 +210,6 @@ static TES_NOINLINE void bin_grow(tes_heap_t *heap, tes_bin_t *bin, unsigned c) 
 
 static void bins_reset(tes_heap_t *heap) {
   heap->bins_due = 0;
-#if !TES_SECURE
-  heap->bin_window_pops = heap->bin_window_recycled = 0;
-  heap->bins_paused = 0;
-#endif
   for (size_t i = 0; i < TES_DIRECT_COUNT; i++) heap->direct_bin[i] = &heap->bins[TES_DIRECT_CLASS_EXPR(i)];
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     heap->bins[c].head = TES_BIN_END;
@@ -274,7 +247,6 @@ static void bins_fold(tes_heap_t *heap, bool dropped) {
 static __attribute__((cold)) void bin_fold_one(tes_heap_t *heap, unsigned c, bool dropped) {
   tes_bin_t *bin = &heap->bins[c];
   uint32_t held = tes_bin_held(bin);
-  heap->bin_window_pops += tes_bin_pops(bin);
   heap->counters.class_allocs[c] += tes_bin_pops(bin);
   heap->counters.class_local_frees[c] += tes_bin_pops(bin) + (dropped ? held : 0);
   bin->tally = TES_BIN_TALLY(bin->limit - held);
@@ -437,7 +409,7 @@ static void bins_flush(tes_heap_t *heap) {
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) class_bin_flush(heap, c);
   bins_set_limits(heap);
 #else
-  const bin_limits_t *limits = heap_bin_limits(heap);
+  const bin_limits_t *limits = bin_limits();
   heap->bins_grown = 0;
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     tes_bin_t *bin = &heap->bins[c];
@@ -462,9 +434,6 @@ static TES_COLD void bins_park(tes_heap_t *heap) {
   bins_flush(heap);
 #else
   bins_fold(heap, false);
-  /* The next owner measures its own use: the bins on, a window afresh. */
-  heap->bins_paused = 0;
-  heap->bin_window_pops = heap->bin_window_recycled = 0;
   const bin_limits_t *limits = bin_limits();
   for (unsigned c = 0; c < TES_CLASS_COUNT; c++) {
     bin_park(&heap->bins[c], limits[c].limit);
@@ -476,27 +445,6 @@ static TES_COLD void bins_park(tes_heap_t *heap) {
   heap->bins_grown = 0; /* every limit is back to the table's */
 #endif
 }
-
-#if !TES_SECURE
-/* The timed flush (once per purge delay), which ends the bins' window:
- * its pops, all folded by the flush, against the blocks recycled from
- * pages (counted by the malloc slow paths where local_free becomes free;
- * carved blocks left out, which no bin could have served) decide whether
- * the next window runs with the bins paused (BINS_PAUSE_SHARE above).
- * Paused, the windows are counted until the probe turns them on. */
-static TES_COLD void bins_window_end(tes_heap_t *heap) {
-  bins_flush(heap);
-  uint64_t pops = heap->bin_window_pops, served = pops + heap->bin_window_recycled;
-  heap->bin_window_pops = heap->bin_window_recycled = 0;
-  uint8_t paused;
-  if (tes_opt(TES_OPTION_BINS) != 1) paused = 0; /* off, or never paused */
-  else if (heap->bins_paused != 0) paused = heap->bins_paused < BINS_PAUSE_WINDOWS ? heap->bins_paused + 1 : 0;
-  else paused = served >= BINS_PAUSE_MIN && pops * 100 < BINS_PAUSE_SHARE * served;
-  bool change = (paused != 0) != (heap->bins_paused != 0);
-  heap->bins_paused = paused;
-  if (change) bins_set_limits(heap); /* the bins are empty, their pops folded */
-}
-#endif
 
 /* Initialise a heap from tes_heap_alloc_struct, then publish it on the list
  * of all heaps: only then can tes_stats_get and tes_heap_visit, which walk
@@ -1318,7 +1266,7 @@ TES_INLINE void heap_deferred(tes_heap_t *heap) {
 #if !TES_SECURE
   int64_t now = tes_os_clock_ms(); /* one clock read for the bins and the purges */
   if (now >= heap->bins_due) {
-    bins_window_end(heap);
+    bins_flush(heap);
     heap->bins_due = now + tes_purge_delay(now);
   }
   purge_due_at(heap, now);
@@ -1371,7 +1319,7 @@ __attribute__((cold)) void tes_bin_room_out(tes_page_t *page, tes_bin_t *bin, te
    * ms at such a loop's speed) after it fell due. */
   int64_t now = heap->bins_grown != 0 || ++heap->room_outs % TES_ROOM_OUT_CLOCK == 0 ? tes_os_clock_ms() : INT64_MIN;
   if (now >= heap->bins_due) {
-    bins_window_end(heap);
+    bins_flush(heap);
     heap->bins_due = now + tes_purge_delay(now);
     purge_due_at(heap, now);
     heap_deferred_eighth(heap);
@@ -1604,13 +1552,7 @@ TES_INLINE tes_page_t *find_page(tes_heap_t *heap, unsigned c) {
   for (int round = 0;; round++) {
     tes_page_t *page = heap->queues[c].first;
     while (page != NULL) {
-#if !TES_SECURE
-      uint64_t installed = page->installed;
       tes_page_collect_quick(page);
-      heap->bin_window_recycled += page->installed - installed; /* blocks recycled (bins_window_end) */
-#else
-      tes_page_collect_quick(page);
-#endif
       if (page->free != NULL || (page->capacity < page->reserved && tes_page_extend(page))) {
         if (page != heap->queues[c].first) { /* defensive: make it the head */
           tes_heap_queue_remove(heap, page);

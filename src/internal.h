@@ -620,14 +620,6 @@ struct tes_heap_s {
 #endif
   int64_t bins_due;                     /* ms clock: next flush of the bins (slow path) */
   size_t bins_grown;                    /* default build: bytes bin_grow added to the limits since the last flush */
-#if !TES_SECURE
-  /* The bins' pause (heap.c, bins_window_end): this purge-delay window's
-   * bin pops (folded) and blocks the malloc slow paths recycled from
-   * pages' local_free; paused, every limit is 0 until the probe window. */
-  uint64_t bin_window_pops;
-  uint64_t bin_window_recycled;
-  uint8_t bins_paused;                  /* windows paused so far (0: the bins are on) */
-#endif
   int64_t queues_sweep_due;             /* ms clock: next look for queued pages others emptied (slow path) */
   /* Hardened build: pages whose last block the owner freed, kept for
    * reuse without carving (heap.c, "kept empty pages"), a list per class.

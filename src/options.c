@@ -22,9 +22,8 @@ static const tes_option_desc_t option_table[TES_OPTION_COUNT] = {
     [TES_OPTION_SECURE] = {"secure", TES_SECURE ? 1 : 0, TES_SECURE ? 1 : 0, TES_SECURE ? 1 : 0},
     [TES_OPTION_ABORT_ON_ERROR] = {"abort_on_error", 1, 0, 1},
     /* The hardened build's bins are out of band, popped at random
-     * (internal.h, tes_sbin_t; docs/RELIABILITY.md). The default build's
-     * pause while they do not pay (heap.c, bins_window_end) is off with 2. */
-    [TES_OPTION_BINS] = {"bins", 1, 0, TES_SECURE ? 1 : 2},
+     * (internal.h, tes_sbin_t; docs/RELIABILITY.md). */
+    [TES_OPTION_BINS] = {"bins", 1, 0, 1},
     [TES_OPTION_PURGE_THREAD] = {"purge_thread", 0, 0, 1},
     [TES_OPTION_HEAP_PARK] = {"heap_park", 1, 0, 1},
     /* The hardened build keeps a segment (and a guard page) a block: 0 only.

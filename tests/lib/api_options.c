@@ -120,8 +120,6 @@ static void check_environment(void) {
           base.err);
   CHECK(base.err[0] == '\0', "clean environment printed to stderr: \"%s\"", base.err);
 
-  /* TESSERA_BINS=2 (bins never paused) exists in the default build only. */
-  const bool secure = tes_option_get(TES_OPTION_SECURE) != 0;
   const env_case_t cases[] = {
       {TES_OPTION_PURGE_DELAY_MS, "250", true},  {TES_OPTION_PURGE_DELAY_MS, "0", true},
       {TES_OPTION_SEGMENT_CACHE, "2", true},     {TES_OPTION_HUGE_PAGES, "1", true},
@@ -132,7 +130,7 @@ static void check_environment(void) {
       {TES_OPTION_VERBOSE, "7", false},          {TES_OPTION_HUGE_PAGES, "3", false},
       {TES_OPTION_PURGE_DECOMMIT, "-4", false},  {TES_OPTION_SEGMENT_CACHE, "-1", false},
       {TES_OPTION_ABORT_ON_ERROR, "2", false},   {TES_OPTION_BINS, "0", true},
-      {TES_OPTION_BINS, "2", !secure},          {TES_OPTION_BINS, "3", false},
+      {TES_OPTION_BINS, "2", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char variable[96], assignment[192];

@@ -65,9 +65,6 @@ static void *thread_grows_its_bin(void *arg) {
 }
 
 int main(void) {
-  /* The bins themselves, never paused (heap.c, bins_window_end: this
-   * test's page-served mallocs would pause them; lib.unit_bin_pause). */
-  REQUIRE(tes_option_set(TES_OPTION_BINS, 2) == 0, "bins option");
   tes_collect(true);
   void *warm = tes_malloc(100);
   tes_free(warm);
@@ -327,7 +324,7 @@ int main(void) {
   CHECK(tes_bin_held(bin_of(heap, 100)) == 0 && off_page->used == off_used - 1,
         "with bins off a free did not go to its page (held %u, used %u -> %u)", tes_bin_held(bin_of(heap, 100)),
         off_used, off_page->used);
-  REQUIRE(tes_option_set(TES_OPTION_BINS, 2) == 0, "bins option");
+  REQUIRE(tes_option_set(TES_OPTION_BINS, 1) == 0, "bins option");
   tes_collect(false);
   CHECK(bin_of(heap, 100)->limit == 64, "bins not reopened: limit %u", bin_of(heap, 100)->limit);
 
